@@ -1,0 +1,21 @@
+/*
+ * hp_cyg_profile.c - the entry points gcc and clang call with
+ * -finstrument-functions (and clang's -finstrument-functions-after-inlining).
+ * `fn` is the address of the function entered or left; the call site is not
+ * needed, since the nesting of enters and exits gives the caller.
+ */
+#include <stdint.h>
+
+#include "../lib/hp_buffer.h"
+
+HP_EXPORT void __cyg_profile_func_enter(void *fn, void *call_site)
+{
+	(void)call_site;
+	hp_buffer_record((uint64_t)(uintptr_t)fn);
+}
+
+HP_EXPORT void __cyg_profile_func_exit(void *fn, void *call_site)
+{
+	(void)call_site;
+	hp_buffer_record((uint64_t)(uintptr_t)fn | HP_RAW_EXIT);
+}

@@ -1,0 +1,304 @@
+/*
+ * hp_buffer.c - the slow path of the hooks and the chunk hand-over protocol
+ * (diagram in hp_buffer.h).
+ */
+#define _GNU_SOURCE
+#include "hp_buffer.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "hp_format.h"
+#include "hp_runtime.h"
+#include "hp_writer.h"
+
+__thread struct hp_tls hp_tls __attribute__((tls_model("initial-exec")));
+struct hp_thread *hp_threads;
+pthread_mutex_t hp_threads_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define SIGNAL_STACK_BYTES (64u << 10)
+
+static enum hp_mode buffer_mode;
+static size_t buffer_chunks;
+static pthread_key_t exit_key;
+static uint32_t next_stream;
+static int finished;
+
+static void thread_exit(void *arg);
+
+int hp_buffer_init(const struct hp_config *cfg)
+{
+	buffer_mode = cfg->mode;
+	buffer_chunks = cfg->buffer_bytes / HP_CHUNK_BYTES;
+	if (buffer_chunks < 2)
+		buffer_chunks = 2;
+	return pthread_key_create(&exit_key, thread_exit) ? -1 : 0;
+}
+
+void hp_buffer_set_finished(void)
+{
+	__atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
+}
+
+static struct hp_raw *chunk_base(const struct hp_thread *t, uint32_t seq)
+{
+	return t->base + (size_t)(seq % t->nchunks) * HP_CHUNK_EVENTS;
+}
+
+static void use_chunk(struct hp_thread *t)
+{
+	hp_tls.pos = chunk_base(t, t->head);
+	hp_tls.end = hp_tls.pos + HP_CHUNK_EVENTS;
+}
+
+/* A fatal signal from a stack overflow needs another stack for the final
+ * flush to run on; only where the program set none of its own. */
+static void use_signal_stack(struct hp_thread *t, void *stack)
+{
+	stack_t cur, ss = { .ss_sp = stack, .ss_size = SIGNAL_STACK_BYTES };
+	if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE) && sigaltstack(&ss, NULL) == 0)
+		t->signal_stack = stack;
+}
+
+static void drop_signal_stack(struct hp_thread *t)
+{
+	stack_t cur, off = { .ss_flags = SS_DISABLE };
+	if (t->signal_stack && sigaltstack(NULL, &cur) == 0 && cur.ss_sp == t->signal_stack)
+		sigaltstack(&off, NULL);
+}
+
+static struct hp_thread *thread_create(void)
+{
+	size_t events_bytes = buffer_chunks * HP_CHUNK_BYTES;
+	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) +
+		       buffer_chunks * sizeof(uint32_t);
+	bytes = (bytes + 4095) & ~(size_t)4095;
+	/* Buffer first so it is page-aligned; signal stack, then bookkeeping. */
+	char *mem = hp_pages_alloc(bytes);
+	if (!mem)
+		return NULL;
+	struct hp_thread *t = (struct hp_thread *)(mem + events_bytes + SIGNAL_STACK_BYTES);
+	use_signal_stack(t, mem + events_bytes);
+	t->base = (struct hp_raw *)mem;
+	t->chunk_len = (uint32_t *)(t + 1);
+	t->map_bytes = bytes;
+	t->nchunks = (uint32_t)buffer_chunks;
+	t->tls = &hp_tls;
+	t->tid = hp_gettid();
+	t->stream = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
+	prctl(PR_GET_NAME, t->name);
+	pthread_mutex_lock(&hp_threads_lock);
+	t->next = hp_threads;
+	hp_threads = t;
+	pthread_mutex_unlock(&hp_threads_lock);
+	/* The main thread never runs key destructors; the final flush covers it. */
+	pthread_setspecific(exit_key, t);
+	return t;
+}
+
+void hp_buffer_free_thread(struct hp_thread *t)
+{
+	hp_enc_stream_free(&t->enc);
+	hp_pages_free(t->base, t->map_bytes);
+}
+
+static void publish(struct hp_thread *t)
+{
+	struct hp_raw *start = chunk_base(t, t->head);
+	t->chunk_len[t->head % t->nchunks] = (uint32_t)(hp_tls.pos - start);
+	/* Release: the chunk's events and length are visible before the new head. */
+	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
+	hp_writer_notify();
+}
+
+/* Ring mode, or nobody left to consume: the owner drops the oldest chunk. */
+static void drop_oldest(struct hp_thread *t, uint32_t tail)
+{
+	uint32_t n = t->chunk_len[tail % t->nchunks];
+	/* Acquire on success: a consumer's copy of this chunk finished before. */
+	if (__atomic_compare_exchange_n(&t->tail, &tail, tail + 1, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_RELAXED))
+		__atomic_fetch_add(&t->lost_ring, n, __ATOMIC_RELAXED);
+}
+
+static void wait_for_consumer(struct hp_thread *t, uint32_t tail)
+{
+	__atomic_store_n(&t->waiting, 1, __ATOMIC_RELAXED);
+	/* Orders the waiting flag before re-reading tail; pairs with the fence
+	 * in hp_buffer_release, so one of us sees the other (no lost wake-up). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&t->tail, __ATOMIC_ACQUIRE) == tail)
+		hp_futex_wait(&t->tail, tail, 100);
+	__atomic_store_n(&t->waiting, 0, __ATOMIC_RELAXED);
+}
+
+/* Makes chunk `head` free for the owner to fill. */
+static void make_room(struct hp_thread *t)
+{
+	for (;;) {
+		/* Acquire: the consumer's reads of the chunk happen before we overwrite it. */
+		uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
+		if (t->head - tail < t->nchunks)
+			return;
+		if (buffer_mode == HP_MODE_RING || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
+			drop_oldest(t, tail);
+		else if (!hp_writer_threaded())
+			hp_writer_drain(t);
+		else
+			wait_for_consumer(t, tail);
+	}
+}
+
+static void count_lost(int reason)
+{
+	if (reason == HP_LOST_REENTRY && hp_tls.thread)
+		hp_tls.thread->lost_reentry++;
+	else
+		hp_runtime_count_lost(reason);
+}
+
+/* Publishes the partial chunk, if it holds anything, and takes a free one. */
+static void next_chunk(struct hp_thread *t)
+{
+	if (hp_tls.pos != chunk_base(t, t->head))
+		publish(t);
+	make_room(t);
+	use_chunk(t);
+}
+
+void hp_buffer_record_slow(uint64_t addr, uint64_t tick)
+{
+	if (unlikely(hp_tls.busy || hp_tls.retired)) {
+		count_lost(hp_tls.busy ? HP_LOST_REENTRY : HP_LOST_LATE);
+		return;
+	}
+	int saved_errno = errno;
+	hp_tls.busy = 1;
+	struct hp_thread *t = hp_tls.thread;
+	if (t) {
+		next_chunk(t);
+	} else if (hp_runtime_ready()) {
+		t = thread_create();
+		/* The tick was read before start-up chose the clock. */
+		tick = hp_tick();
+		if (t) {
+			hp_tls.thread = t;
+			make_room(t);
+			use_chunk(t);
+		} else {
+			hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+		}
+	}
+	if (t) {
+		hp_tls.pos->addr = addr;
+		hp_tls.pos->tick = tick;
+		hp_tls.pos++;
+	}
+	hp_tls.busy = 0;
+	errno = saved_errno;
+}
+
+void hp_buffer_publish_self(void)
+{
+	struct hp_thread *t = hp_tls.thread;
+	if (!t || hp_tls.busy)
+		return;
+	hp_tls.busy = 1;
+	next_chunk(t);
+	hp_tls.busy = 0;
+}
+
+void hp_buffer_retire_self(void)
+{
+	struct hp_thread *t = hp_tls.thread;
+	if (!t)
+		return;
+	hp_tls.busy = 1;
+	pthread_mutex_lock(&hp_threads_lock);
+	if (hp_tls.pos != chunk_base(t, t->head))
+		publish(t);
+	prctl(PR_GET_NAME, t->name);
+	/* Release: the last head is visible before the consumer sees exited. */
+	__atomic_store_n(&t->exited, 1, __ATOMIC_RELEASE);
+	t->tls = NULL;
+	pthread_mutex_unlock(&hp_threads_lock);
+	drop_signal_stack(t);
+	hp_tls = (struct hp_tls){ .retired = 1 };
+}
+
+static void thread_exit(void *arg)
+{
+	struct hp_thread *t = arg;
+	int saved_errno = errno;
+	hp_buffer_retire_self();
+	if (hp_writer_threaded())
+		hp_writer_notify();
+	else
+		hp_writer_drain(t);
+	errno = saved_errno;
+}
+
+size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
+		      const struct hp_raw **ev, uint32_t *seq)
+{
+	for (;;) {
+		uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
+		/* Acquire: pairs with publish(); the chunk and its length are visible. */
+		uint32_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
+		if (tail == head)
+			return 0;
+		size_t n = t->chunk_len[tail % t->nchunks];
+		const struct hp_raw *src = chunk_base(t, tail);
+		*seq = tail;
+		if (buffer_mode == HP_MODE_STREAM) {
+			*ev = src;
+			return n;
+		}
+		if (n > HP_CHUNK_EVENTS)
+			n = HP_CHUNK_EVENTS;
+		memcpy(scratch, src, n * sizeof(*src));
+		/* Release: the copy is complete before the owner may reuse the chunk.
+		 * Failure: the owner dropped it meanwhile and the copy may be torn. */
+		if (__atomic_compare_exchange_n(&t->tail, &tail, tail + 1, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			*ev = scratch;
+			return n;
+		}
+	}
+}
+
+void hp_buffer_release(struct hp_thread *t, uint32_t seq)
+{
+	if (buffer_mode == HP_MODE_RING)
+		return; /* claimed in hp_buffer_take */
+	/* Release: our reads of the chunk are done before the owner reuses it. */
+	__atomic_store_n(&t->tail, seq + 1, __ATOMIC_RELEASE);
+	/* Orders the new tail before reading waiting; pairs with wait_for_consumer. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&t->waiting, __ATOMIC_RELAXED))
+		hp_futex_wake(&t->tail);
+}
+
+size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, uint32_t *seq)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&hp_threads_lock);
+	if (!t->exited && t->tls) {
+		uint32_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
+		struct hp_raw *start = chunk_base(t, head);
+		/* Acquire: pairs with the hook's release store of pos. */
+		struct hp_raw *pos = __atomic_load_n(&t->tls->pos, __ATOMIC_ACQUIRE);
+		if (pos > start && pos <= start + HP_CHUNK_EVENTS) {
+			n = (size_t)(pos - start);
+			memcpy(scratch, start, n * sizeof(*start));
+			*seq = head;
+		}
+		/* Published meanwhile: the consumer takes it whole instead. */
+		if (__atomic_load_n(&t->head, __ATOMIC_ACQUIRE) != head)
+			n = 0;
+	}
+	pthread_mutex_unlock(&hp_threads_lock);
+	return n;
+}

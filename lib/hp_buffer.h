@@ -1,0 +1,107 @@
+/*
+ * hp_buffer.h - per-thread event buffers and the per-event fast path.
+ *
+ *   owner thread (hooks)                         consumer (writer thread, or
+ *                                                the flush at exit/signal/API)
+ *   hp_tls.pos --> [ chunk h%n : filling   ]
+ *                  [ chunk ... : published ] <-- hp_buffer_take(): oldest first
+ *                  [ chunk t%n : published ]
+ *                   head = chunks published        tail = chunks consumed
+ *
+ * Each thread owns one mmap'd buffer of n fixed-size chunks used as a ring.
+ * The hook stores a 16-byte hp_raw at hp_tls.pos; when the chunk is full the
+ * slow path publishes it (head++) and moves to the next free chunk. In
+ * stream mode a full ring waits for the consumer (lossless); in ring mode the
+ * owner drops the oldest published chunk instead and counts its events lost.
+ */
+#ifndef HP_BUFFER_H
+#define HP_BUFFER_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "hp_config.h"
+#include "hp_encode.h"
+#include "hp_platform.h"
+
+#define HP_CHUNK_BYTES (64u << 10)
+#define HP_CHUNK_EVENTS (HP_CHUNK_BYTES / sizeof(struct hp_raw))
+
+struct hp_tls {
+	struct hp_raw *pos; /* next free slot; == end sends the hook to the slow path */
+	struct hp_raw *end;
+	struct hp_thread *thread;
+	uint32_t busy;    /* in hookprof's own slow path: nested events are dropped */
+	uint32_t retired; /* flushed for the last time: later events are dropped */
+};
+
+extern __thread struct hp_tls hp_tls __attribute__((tls_model("initial-exec"))) HP_HIDDEN;
+
+struct hp_thread {
+	struct hp_thread *next;  /* hp_threads list, under hp_threads_lock */
+	struct hp_tls *tls;      /* owner's TLS, valid while !exited, under the lock */
+	uint32_t stream;         /* stream id in the trace; tids can be reused */
+	uint32_t tid;
+	struct hp_raw *base;     /* nchunks * HP_CHUNK_EVENTS slots */
+	uint32_t *chunk_len;     /* events in each published chunk */
+	size_t map_bytes;
+	uint32_t nchunks;
+	uint32_t head;           /* chunks published; written by the owner only */
+	uint32_t tail;           /* chunks consumed (or dropped in ring mode) */
+	uint32_t waiting;        /* owner sleeps on tail for a free chunk */
+	uint32_t exited;         /* owner published its last chunk */
+	uint64_t lost_ring;      /* events dropped by ring mode */
+	uint64_t lost_reentry;   /* events raised inside hookprof's slow path */
+	char name[16];
+	void *signal_stack;      /* ours, if we installed one for the owner */
+	/* Consumer's state, under the writer's lock. */
+	struct hp_enc_stream enc;
+	uint32_t next_seq;       /* chunk expected next; another means a gap */
+	uint32_t announced;      /* THREAD record written */
+};
+
+void hp_buffer_record_slow(uint64_t addr, uint64_t tick) HP_HIDDEN;
+
+/* The per-event path: one store of 16 bytes, or the slow path at a chunk's end. */
+static inline void hp_buffer_record(uint64_t addr)
+{
+	struct hp_raw *e = hp_tls.pos;
+	if (unlikely(e == hp_tls.end)) {
+		hp_buffer_record_slow(addr, hp_tick());
+		return;
+	}
+	e->tick = hp_tick();
+	e->addr = addr;
+	/* Release: the event is complete before a final flush on another
+	 * thread reads pos (a plain store on x86-64). */
+	__atomic_store_n(&hp_tls.pos, e + 1, __ATOMIC_RELEASE);
+}
+
+extern struct hp_thread *hp_threads HP_HIDDEN;
+extern pthread_mutex_t hp_threads_lock HP_HIDDEN;
+
+int hp_buffer_init(const struct hp_config *cfg) HP_HIDDEN;
+
+/* Publishes the calling thread's partial chunk; it will record no more. */
+void hp_buffer_retire_self(void) HP_HIDDEN;
+/* Publishes the calling thread's partial chunk now, to make it visible. */
+void hp_buffer_publish_self(void) HP_HIDDEN;
+
+/*
+ * Consumer side. hp_buffer_take returns the oldest published chunk of t
+ * (n events at *ev, with its sequence number) or 0; the consumer calls
+ * hp_buffer_release after encoding it. In ring mode the events are copied
+ * into scratch (HP_CHUNK_EVENTS slots) since the owner may overwrite them.
+ */
+size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
+		      const struct hp_raw **ev, uint32_t *seq) HP_HIDDEN;
+void hp_buffer_release(struct hp_thread *t, uint32_t seq) HP_HIDDEN;
+/* Copies the events of a live thread's unpublished chunk (final flush only). */
+size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch,
+				  uint32_t *seq) HP_HIDDEN;
+void hp_buffer_free_thread(struct hp_thread *t) HP_HIDDEN;
+
+/* After the final flush nobody consumes: owners stop waiting. */
+void hp_buffer_set_finished(void) HP_HIDDEN;
+
+#endif

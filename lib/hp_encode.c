@@ -1,0 +1,200 @@
+/*
+ * hp_encode.c - the event stream encoder.
+ *
+ * Typical cost: an exit of the top frame is one byte and needs no hash
+ * lookup (the top frame's address is compared directly); an enter of one of
+ * the first 63 functions with a tick delta under 128 is two bytes.
+ */
+#include "hp_encode.h"
+
+#include "hp_format.h"
+
+#define DICT_INITIAL_SLOTS 4096u
+#define STACK_INITIAL 4096u
+
+static uint32_t slot_of(uint64_t addr, uint32_t mask)
+{
+	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & mask;
+}
+
+int hp_dict_init(struct hp_dict *d)
+{
+	*d = (struct hp_dict){ 0 };
+	d->slot_addr = hp_pages_alloc(DICT_INITIAL_SLOTS * sizeof(uint64_t));
+	d->slot_index = hp_pages_alloc(DICT_INITIAL_SLOTS * sizeof(uint32_t));
+	d->addr_of = hp_pages_alloc(DICT_INITIAL_SLOTS / 2 * sizeof(uint64_t));
+	if (!d->slot_addr || !d->slot_index || !d->addr_of) {
+		hp_dict_free(d);
+		return -1;
+	}
+	d->mask = DICT_INITIAL_SLOTS - 1;
+	d->addr_cap = DICT_INITIAL_SLOTS / 2;
+	return 0;
+}
+
+void hp_dict_free(struct hp_dict *d)
+{
+	hp_pages_free(d->slot_addr, (size_t)(d->mask + 1) * sizeof(uint64_t));
+	hp_pages_free(d->slot_index, (size_t)(d->mask + 1) * sizeof(uint32_t));
+	hp_pages_free(d->addr_of, (size_t)d->addr_cap * sizeof(uint64_t));
+	*d = (struct hp_dict){ 0 };
+}
+
+static void dict_place(struct hp_dict *d, uint64_t addr, uint32_t index)
+{
+	uint32_t i = slot_of(addr, d->mask);
+	while (d->slot_addr[i])
+		i = (i + 1) & d->mask;
+	d->slot_addr[i] = addr;
+	d->slot_index[i] = index;
+}
+
+/* Doubles the table and the index array together: the load stays under 1/2. */
+static int dict_grow(struct hp_dict *d)
+{
+	struct hp_dict old = *d;
+	uint32_t slots = (d->mask + 1) * 2;
+	d->slot_addr = hp_pages_alloc((size_t)slots * sizeof(uint64_t));
+	d->slot_index = hp_pages_alloc((size_t)slots * sizeof(uint32_t));
+	uint64_t *addr_of = hp_pages_grow(old.addr_of, (size_t)old.addr_cap * sizeof(uint64_t),
+					  (size_t)slots / 2 * sizeof(uint64_t));
+	if (!d->slot_addr || !d->slot_index || !addr_of) {
+		hp_pages_free(d->slot_addr, (size_t)slots * sizeof(uint64_t));
+		hp_pages_free(d->slot_index, (size_t)slots * sizeof(uint32_t));
+		d->slot_addr = old.slot_addr;
+		d->slot_index = old.slot_index;
+		if (addr_of)
+			d->addr_of = addr_of, d->addr_cap = slots / 2;
+		return -1;
+	}
+	d->mask = slots - 1;
+	d->addr_of = addr_of;
+	d->addr_cap = slots / 2;
+	for (uint32_t i = 0; i <= old.mask; i++)
+		if (old.slot_addr[i])
+			dict_place(d, old.slot_addr[i], old.slot_index[i]);
+	hp_pages_free(old.slot_addr, (size_t)(old.mask + 1) * sizeof(uint64_t));
+	hp_pages_free(old.slot_index, (size_t)(old.mask + 1) * sizeof(uint32_t));
+	return 0;
+}
+
+/* Index of addr; a new address gets the next index and a DEFINE record. */
+static int64_t dict_index(struct hp_dict *d, uint64_t addr, uint8_t **out)
+{
+	for (uint32_t i = slot_of(addr, d->mask);; i = (i + 1) & d->mask) {
+		if (d->slot_addr[i] == addr)
+			return d->slot_index[i];
+		if (!d->slot_addr[i])
+			break;
+	}
+	if (d->count == d->addr_cap && dict_grow(d) < 0)
+		return -1;
+	uint32_t index = d->count++;
+	d->addr_of[index] = addr;
+	dict_place(d, addr, index);
+	uint8_t *p = *out;
+	*p++ = HP_OP_DEFINE;
+	*out = hp_put_uvarint(p, addr);
+	return index;
+}
+
+static int stack_push(struct hp_enc_stream *s, uint32_t index)
+{
+	if (s->depth == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : STACK_INITIAL;
+		uint32_t *stack = hp_pages_grow(s->stack, s->cap * sizeof(uint32_t),
+						cap * sizeof(uint32_t));
+		if (!stack)
+			return -1;
+		s->stack = stack;
+		s->cap = cap;
+	}
+	s->stack[s->depth++] = index;
+	return 0;
+}
+
+void hp_enc_stream_free(struct hp_enc_stream *s)
+{
+	hp_pages_free(s->stack, s->cap * sizeof(uint32_t));
+	*s = (struct hp_enc_stream){ 0 };
+}
+
+static uint8_t *put_enter(uint8_t *p, uint32_t index, uint64_t delta)
+{
+	if ((int64_t)delta < 0) {
+		*p++ = HP_OP_ENTER_LONG;
+		p = hp_put_uvarint(p, index);
+		return hp_put_uvarint(p, hp_zigzag((int64_t)delta));
+	}
+	if (index < HP_OP_ENTER_SHORT_MAX) {
+		*p++ = (uint8_t)index;
+	} else {
+		*p++ = HP_OP_ENTER_SHORT_MAX;
+		p = hp_put_uvarint(p, index);
+	}
+	return hp_put_uvarint(p, delta);
+}
+
+static uint8_t *put_exit_top(uint8_t *p, uint64_t delta)
+{
+	if (delta < 0x80) {
+		*p++ = (uint8_t)(HP_OP_EXIT_SHORT | delta);
+		return p;
+	}
+	*p++ = HP_OP_EXIT_LONG;
+	return hp_put_uvarint(p, hp_zigzag((int64_t)delta));
+}
+
+static uint8_t *put_exit_fn(uint8_t *p, uint32_t index, uint64_t delta)
+{
+	*p++ = HP_OP_EXIT_FN;
+	p = hp_put_uvarint(p, index);
+	return hp_put_uvarint(p, hp_zigzag((int64_t)delta));
+}
+
+/* Exit of a frame other than the top: the rule of hp_stack_unwind_to. */
+static int encode_exit_other(struct hp_dict *d, struct hp_enc_stream *s, uint64_t addr,
+			     uint64_t delta, uint8_t **out)
+{
+	int64_t index = dict_index(d, addr, out);
+	if (index < 0)
+		return -1;
+	*out = put_exit_fn(*out, (uint32_t)index, delta);
+	s->depth = hp_stack_unwind_to(s->stack, s->depth, (uint32_t)index);
+	return 0;
+}
+
+ssize_t hp_encode(struct hp_dict *d, struct hp_enc_stream *s,
+		  const struct hp_raw *ev, size_t n, uint8_t *out)
+{
+	uint8_t *p = out;
+	uint64_t last = s->last_tick;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t delta = ev[i].tick - last;
+		uint64_t addr = ev[i].addr & ~HP_RAW_EXIT;
+		last = ev[i].tick;
+		if (ev[i].addr & HP_RAW_EXIT) {
+			if (likely(s->depth && d->addr_of[s->stack[s->depth - 1]] == addr)) {
+				s->depth--;
+				p = put_exit_top(p, delta);
+			} else if (encode_exit_other(d, s, addr, delta, &p) < 0) {
+				return -1;
+			}
+			continue;
+		}
+		int64_t index = dict_index(d, addr, &p);
+		if (index < 0 || stack_push(s, (uint32_t)index) < 0)
+			return -1;
+		p = put_enter(p, (uint32_t)index, delta);
+	}
+	s->last_tick = last;
+	return p - out;
+}
+
+size_t hp_encode_reset(struct hp_enc_stream *s, uint8_t *out)
+{
+	s->depth = 0;
+	s->last_tick = 0;
+	out[0] = HP_OP_RESET;
+	return 1;
+}

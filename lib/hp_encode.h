@@ -1,0 +1,57 @@
+/*
+ * hp_encode.h - turns raw per-thread events into the compact event stream of
+ * docs/format.md. Runs on the writer side only, never on the per-event path.
+ */
+#ifndef HP_ENCODE_H
+#define HP_ENCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hp_platform.h"
+
+/* What a hook stores: 16 bytes, the same as the floor hook. */
+struct hp_raw {
+	uint64_t addr; /* function address; HP_RAW_EXIT set on exit */
+	uint64_t tick;
+};
+#define HP_RAW_EXIT (1ull << 63)
+
+/* Function address -> dense index, shared by all streams of a trace. */
+struct hp_dict {
+	uint64_t *slot_addr; /* open addressing; 0 marks an empty slot */
+	uint32_t *slot_index;
+	uint32_t mask;
+	uint32_t count;
+	uint64_t *addr_of; /* index -> address */
+	uint32_t addr_cap;
+};
+
+/* One stream's view: what the reader will have seen so far. */
+struct hp_enc_stream {
+	uint32_t *stack; /* open function indices */
+	size_t depth;
+	size_t cap;
+	uint64_t last_tick;
+};
+
+int hp_dict_init(struct hp_dict *d) HP_HIDDEN;
+void hp_dict_free(struct hp_dict *d) HP_HIDDEN;
+void hp_enc_stream_free(struct hp_enc_stream *s) HP_HIDDEN;
+
+/* Output space hp_encode may need for n events. */
+static inline size_t hp_encode_bound(size_t n) { return 1 + n * 32; }
+
+/*
+ * Appends the encoding of ev[0..n) to out, which has hp_encode_bound(n)
+ * bytes. Returns the bytes written, or -1 if memory for the dictionary or
+ * the stack ran out.
+ */
+ssize_t hp_encode(struct hp_dict *d, struct hp_enc_stream *s,
+		  const struct hp_raw *ev, size_t n, uint8_t *out) HP_HIDDEN;
+
+/* Appends a reset: the stream continues after a gap. Returns bytes written. */
+size_t hp_encode_reset(struct hp_enc_stream *s, uint8_t *out) HP_HIDDEN;
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * hp_format.h - the trace file format, shared by the runtime (writer) and the
+ * offline tool (reader). docs/format.md is the prose form of this header; the
+ * two change together.
+ *
+ * A trace is a 32-byte file header followed by records. Every integer is
+ * little-endian. A record is  u32 type, u32 size, then `size` payload bytes.
+ * Unknown record types are skipped by size, so newer writers stay readable.
+ */
+#ifndef HP_FORMAT_H
+#define HP_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define HP_MAGIC "HOOKPROF"
+#define HP_MAGIC_LEN 8
+#define HP_VERSION_MAJOR 1
+#define HP_VERSION_MINOR 0
+#define HP_BYTE_ORDER_MARK 0x01020304u
+#define HP_FILE_HEADER_SIZE 32
+#define HP_RECORD_HEADER_SIZE 8
+/* A record larger than this is corrupt: keeps a reader's buffers bounded. */
+#define HP_RECORD_MAX (64u << 20)
+
+enum hp_record_type {
+	HP_REC_PROCESS = 1, /* who was traced, and with which clock */
+	HP_REC_CLOCK = 2,   /* one (tick, CLOCK_MONOTONIC_RAW ns) pair */
+	HP_REC_MODULES = 3, /* snapshot of every loaded ELF object */
+	HP_REC_THREAD = 4,  /* a stream's thread id and name */
+	HP_REC_EVENTS = 5,  /* encoded events of one stream */
+	HP_REC_LOST = 6,    /* events of one stream that were not recorded */
+	HP_REC_END = 7,     /* totals; its absence marks an incomplete trace */
+};
+
+enum hp_clock_source {
+	HP_CLOCK_TSC = 1,       /* x86-64 rdtsc, invariant */
+	HP_CLOCK_MONOTONIC = 2, /* clock_gettime(CLOCK_MONOTONIC_RAW) in ns */
+};
+
+/* Stream id of LOST records that belong to no thread. */
+#define HP_STREAM_NONE 0xffffffffu
+
+enum hp_lost_reason {
+	HP_LOST_RING = 1,      /* ring mode overwrote the oldest events */
+	HP_LOST_REENTRY = 2,   /* event raised by hookprof's own slow path */
+	HP_LOST_NO_BUFFER = 3, /* the thread's buffer could not be allocated */
+	HP_LOST_LATE = 4,      /* event after the thread's or process's final flush */
+};
+
+/*
+ * Event stream encoding (payload of HP_REC_EVENTS after its 8-byte head).
+ * Per stream the reader keeps the last tick and a stack of open function
+ * indices; across the whole file it keeps the function dictionary, which
+ * HP_OP_DEFINE extends one index at a time (0, 1, 2, ...).
+ *
+ *   1ddddddd            exit of the top frame, tick += d
+ *   00iiiiii [u idx] u  enter function i (i == 63: index follows), tick += u
+ *   01000000 s          exit of the top frame, tick += s (any delta)
+ *   01000001 u s        exit of function u, not the top frame (see below)
+ *   01000010 u s        enter function u, tick += s (any delta)
+ *   01000011 u          define the next function index as address u
+ *   01000100            reset: forget open frames, next delta is absolute
+ *
+ * u is an unsigned LEB128 varint, s a zigzag-encoded signed varint.
+ */
+#define HP_OP_EXIT_SHORT 0x80u
+#define HP_OP_ENTER_SHORT_MAX 63u
+#define HP_OP_EXIT_LONG 0x40u
+#define HP_OP_EXIT_FN 0x41u
+#define HP_OP_ENTER_LONG 0x42u
+#define HP_OP_DEFINE 0x43u
+#define HP_OP_RESET 0x44u
+#define HP_VARINT_MAX 10
+
+/* Worst-case encoded size of one event, definitions included. */
+#define HP_EVENT_MAX_BYTES (1 + 2 * HP_VARINT_MAX + 1 + HP_VARINT_MAX)
+
+static inline uint8_t *hp_put_uvarint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint64_t hp_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t hp_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Returns the byte after the varint, or NULL if it runs past end or is too long. */
+static inline const uint8_t *hp_get_uvarint(const uint8_t *p, const uint8_t *end,
+					    uint64_t *out)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 64 && p < end; shift += 7) {
+		uint8_t b = *p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*out = v;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * An exit that is not of the top frame closes every frame above the newest
+ * frame of that function too (longjmp, or an exception unwinding through code
+ * that was not instrumented). If the function is not on the stack at all, the
+ * exit is of a frame entered before the stream began, and the stack stays.
+ * Writer and reader both apply this rule to stay in step; returns the depth
+ * after the exit, or `depth` unchanged when not found.
+ */
+static inline size_t hp_stack_unwind_to(const uint32_t *stack, size_t depth,
+					uint32_t func)
+{
+	for (size_t i = depth; i > 0; i--)
+		if (stack[i - 1] == func)
+			return i - 1;
+	return depth;
+}
+
+/* Little-endian stores and loads; x86-64 and aarch64 Linux are little-endian. */
+static inline void hp_le32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void hp_le64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static inline uint32_t hp_rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t hp_rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+#endif

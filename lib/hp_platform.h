@@ -1,0 +1,55 @@
+/*
+ * hp_platform.h - the little the runtime needs from the OS and the CPU.
+ * Everything platform-specific lives here and in hp_platform.c, so that the
+ * Windows port (QueryPerformanceCounter, Win32 TLS) and aarch64 (cntvct_el0)
+ * replace these two files and nothing else.
+ */
+#ifndef HP_PLATFORM_H
+#define HP_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define HP_HIDDEN __attribute__((visibility("hidden")))
+#define HP_EXPORT __attribute__((visibility("default")))
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+/* Set once at start-up, before any event is stored; read-only afterwards. */
+extern int hp_tick_is_tsc HP_HIDDEN;
+
+uint64_t hp_clock_ns(void) HP_HIDDEN;
+
+/* No fence: the hook needs a cheap timestamp, not serialisation. */
+static inline uint64_t hp_tick(void)
+{
+#if defined(__x86_64__)
+	if (likely(hp_tick_is_tsc))
+		return __rdtsc();
+#endif
+	return hp_clock_ns();
+}
+
+void hp_platform_init(int force_monotonic) HP_HIDDEN;
+uint64_t hp_realtime_ns(void) HP_HIDDEN;
+uint32_t hp_gettid(void) HP_HIDDEN;
+
+/* Anonymous zeroed memory that never comes from the program's malloc. */
+void *hp_pages_alloc(size_t size) HP_HIDDEN;
+void hp_pages_free(void *p, size_t size) HP_HIDDEN;
+/* Grows a hp_pages_alloc block, keeping its contents; NULL on failure. */
+void *hp_pages_grow(void *p, size_t old_size, size_t new_size) HP_HIDDEN;
+
+/* futex(2) on a 32-bit word: wait while *word == expected, at most timeout_ms. */
+void hp_futex_wait(uint32_t *word, uint32_t expected, int timeout_ms) HP_HIDDEN;
+void hp_futex_wake(uint32_t *word) HP_HIDDEN;
+
+/* One line on stderr, written with write(2) so the program's stdio is untouched. */
+void hp_warn(const char *fmt, ...) HP_HIDDEN __attribute__((format(printf, 1, 2)));
+
+#endif

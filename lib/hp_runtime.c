@@ -1,0 +1,204 @@
+/*
+ * hp_runtime.c - start-up, the final flush, fatal signals, fork, public API.
+ *
+ * Start-up happens on the first event, so a program that never calls an
+ * instrumented function leaves no trace file behind. The final flush runs as a late destructor: in a shared library,
+ * inside _dl_fini, after the program's atexit handlers and destructors.
+ */
+#define _GNU_SOURCE
+#include "hp_runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../include/hookprof.h"
+#include "hp_buffer.h"
+#include "hp_config.h"
+#include "hp_format.h"
+#include "hp_modules.h"
+#include "hp_output.h"
+#include "hp_writer.h"
+
+enum { STATE_NEW, STATE_TRACING, STATE_OFF, STATE_FINISHING, STATE_FINISHED };
+
+#define CMDLINE_MAX (64u << 10)
+
+static int state = STATE_NEW;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static uint64_t lost[HP_LOST_LATE + 1];
+static struct hp_config config;
+
+/* Program-terminating signals whose default action would lose the trace. */
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
+				     SIGTRAP, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+void hp_runtime_count_lost(int reason)
+{
+	if (reason >= HP_LOST_RING && reason <= HP_LOST_LATE)
+		__atomic_fetch_add(&lost[reason], 1, __ATOMIC_RELAXED);
+}
+
+uint64_t hp_runtime_lost(uint32_t reason)
+{
+	return reason <= HP_LOST_LATE ? __atomic_load_n(&lost[reason], __ATOMIC_RELAXED) : 0;
+}
+
+static size_t read_cmdline(char *buf, size_t len)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t n = 0;
+	ssize_t r;
+	while (n < len && (r = read(fd, buf + n, len - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	return n;
+}
+
+static uint8_t *put_string(uint8_t *p, const char *s, size_t len)
+{
+	hp_le32(p, (uint32_t)len);
+	memcpy(p + 4, s, len);
+	return p + 4 + len;
+}
+
+/* PROCESS: pid, clock, start time, mode, then the executable and argv. */
+static void process_record(void)
+{
+	static char cmdline[CMDLINE_MAX];
+	char exe[4096];
+	size_t cmd_len = read_cmdline(cmdline, sizeof(cmdline));
+	ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof(exe));
+	exe_len = exe_len > 0 ? exe_len : 0;
+	uint32_t argc = 0;
+	for (size_t i = 0; i < cmd_len; i++)
+		argc += cmdline[i] == 0;
+	uint8_t *p = hp_output_begin(HP_REC_PROCESS, 24 + 4 + (size_t)exe_len + cmd_len + 4 * (size_t)argc + 4);
+	if (!p)
+		return;
+	hp_le32(p, (uint32_t)getpid());
+	hp_le32(p + 4, hp_tick_is_tsc ? HP_CLOCK_TSC : HP_CLOCK_MONOTONIC);
+	hp_le64(p + 8, hp_realtime_ns());
+	hp_le32(p + 16, config.mode == HP_MODE_RING ? 1 : 0);
+	hp_le32(p + 20, argc);
+	p = put_string(p + 24, exe, (size_t)exe_len);
+	for (size_t i = 0; i < cmd_len;) {
+		size_t len = strnlen(cmdline + i, cmd_len - i);
+		p = put_string(p, cmdline + i, len);
+		i += len + 1;
+	}
+	hp_output_end(p);
+}
+
+static void finish(int in_signal)
+{
+	int expected = STATE_TRACING;
+	if (!__atomic_compare_exchange_n(&state, &expected, STATE_FINISHING, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	hp_buffer_retire_self();
+	hp_writer_finish(in_signal);
+	hp_buffer_set_finished();
+	__atomic_store_n(&state, STATE_FINISHED, __ATOMIC_RELEASE);
+}
+
+static void on_fatal_signal(int sig)
+{
+	int saved = errno;
+	finish(1);
+	/* Back to the default action: the signal, blocked while we run, is
+	 * delivered again when we return and ends the process as it would have. */
+	signal(sig, SIG_DFL);
+	raise(sig);
+	errno = saved;
+}
+
+/* Only where the program left the default: its own handlers stay its own. */
+static void install_signal_handlers(void)
+{
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+		struct sigaction old, sa;
+		if (sigaction(fatal_signals[i], NULL, &old) || old.sa_handler != SIG_DFL ||
+		    (old.sa_flags & SA_SIGINFO))
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_fatal_signal;
+		sa.sa_flags = SA_ONSTACK;
+		sigfillset(&sa.sa_mask);
+		sigaction(fatal_signals[i], &sa, NULL);
+	}
+}
+
+/* The child has no writer thread and must not append to its parent's trace. */
+static void after_fork_in_child(void)
+{
+	__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
+	hp_writer_forget();
+	hp_tls = (struct hp_tls){ .retired = 1 };
+}
+
+static void runtime_init(void)
+{
+	char err[512];
+	int saved = errno;
+	if (hp_config_read(&config, getenv, err, sizeof(err)))
+		hp_warn("%s", err);
+	hp_platform_init(config.force_monotonic);
+	if (hp_buffer_init(&config) ||
+	    hp_output_create(config.output, program_invocation_short_name, getpid(), err, sizeof(err)) ||
+	    hp_writer_init(config.mode == HP_MODE_STREAM)) {
+		hp_warn("%s; this run is not traced", err);
+		__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
+		errno = saved;
+		return;
+	}
+	if (hp_output_renamed() && config.output)
+		hp_warn("'%s' exists; the trace goes to '%s'", config.output, hp_output_path());
+	process_record();
+	hp_writer_clock_record();
+	hp_modules_write(1);
+	hp_output_flush();
+	install_signal_handlers();
+	pthread_atfork(NULL, NULL, after_fork_in_child);
+	/* Release: every setting above is visible before an event sees TRACING. */
+	__atomic_store_n(&state, STATE_TRACING, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+int hp_runtime_ready(void)
+{
+	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+	if (likely(s == STATE_TRACING))
+		return 1;
+	if (s == STATE_NEW) {
+		pthread_once(&init_once, runtime_init);
+		s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+	}
+	return s == STATE_TRACING;
+}
+
+/* Priority 101: the last of this object's destructors to run. */
+__attribute__((destructor(101))) static void runtime_destructor(void)
+{
+	finish(0);
+}
+
+HP_EXPORT int hookprof_flush(void)
+{
+	if (!hp_runtime_ready())
+		return -1;
+	hp_buffer_publish_self();
+	hp_writer_flush_all();
+	return 0;
+}
+
+HP_EXPORT const char *hookprof_trace_path(void)
+{
+	return hp_runtime_ready() ? hp_output_path() : NULL;
+}

@@ -1,0 +1,17 @@
+/*
+ * hp_runtime.h - start-up, shutdown and the process-wide state of the runtime.
+ */
+#ifndef HP_RUNTIME_H
+#define HP_RUNTIME_H
+
+#include <stdint.h>
+
+#include "hp_platform.h"
+
+/* Initialises on first use; 1 while the process is being traced. */
+int hp_runtime_ready(void) HP_HIDDEN;
+/* Counts an event lost outside any thread's stream (reason: HP_LOST_*). */
+void hp_runtime_count_lost(int reason) HP_HIDDEN;
+uint64_t hp_runtime_lost(uint32_t reason) HP_HIDDEN;
+
+#endif

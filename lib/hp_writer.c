@@ -1,0 +1,392 @@
+/*
+ * hp_writer.c - chunk consumer and writer thread.
+ */
+#define _GNU_SOURCE
+#include "hp_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hp_format.h"
+#include "hp_modules.h"
+#include "hp_output.h"
+#include "hp_runtime.h"
+
+#define IDLE_WAIT_MS 50
+#define HOUSEKEEPING_NS 1000000000ull
+#define SIGNAL_WAIT_MS 2000
+
+static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hp_dict dict;
+static struct hp_raw *scratch;
+static int threaded;
+static int broken; /* encoding ran out of memory: the trace ends */
+static uint32_t wake_seq;
+static uint32_t sleeping;
+static uint32_t stop;
+static uint32_t done;
+static uint64_t events_written;
+static uint64_t lost_in_threads;
+static uint32_t streams_written;
+
+int hp_writer_threaded(void) { return __atomic_load_n(&threaded, __ATOMIC_ACQUIRE); }
+
+void hp_writer_clock_record(void)
+{
+	uint8_t *p = hp_output_begin(HP_REC_CLOCK, 16);
+	if (!p)
+		return;
+	/* The tick is read between two clock readings; their midpoint pairs with it. */
+	uint64_t before = hp_clock_ns();
+	uint64_t tick = hp_tick();
+	uint64_t after = hp_clock_ns();
+	hp_le64(p, tick);
+	hp_le64(p + 8, before + (after - before) / 2);
+	hp_output_end(p + 16);
+}
+
+static void thread_record(const struct hp_thread *t, const char *name)
+{
+	size_t len = strnlen(name, 64);
+	uint8_t *p = hp_output_begin(HP_REC_THREAD, 12 + len);
+	if (!p)
+		return;
+	hp_le32(p, t->stream);
+	hp_le32(p + 4, t->tid);
+	hp_le32(p + 8, (uint32_t)len);
+	memcpy(p + 12, name, len);
+	hp_output_end(p + 12 + len);
+}
+
+static void lost_record(uint32_t stream, uint32_t reason, uint64_t count)
+{
+	if (!count)
+		return;
+	uint8_t *p = hp_output_begin(HP_REC_LOST, 16);
+	if (!p)
+		return;
+	hp_le32(p, stream);
+	hp_le32(p + 4, reason);
+	hp_le64(p + 8, count);
+	hp_output_end(p + 16);
+}
+
+static void thread_lost_records(struct hp_thread *t)
+{
+	uint64_t ring = __atomic_load_n(&t->lost_ring, __ATOMIC_RELAXED);
+	uint64_t reentry = __atomic_load_n(&t->lost_reentry, __ATOMIC_RELAXED);
+	lost_record(t->stream, HP_LOST_RING, ring);
+	lost_record(t->stream, HP_LOST_REENTRY, reentry);
+	lost_in_threads += ring + reentry;
+}
+
+static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint32_t seq)
+{
+	if (broken)
+		return;
+	if (!t->announced) {
+		thread_record(t, t->name);
+		t->announced = 1;
+		streams_written++;
+	}
+	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + 1 + hp_encode_bound(n));
+	if (!p)
+		return;
+	hp_le32(p, t->stream);
+	hp_le32(p + 4, (uint32_t)n);
+	uint8_t *q = p + 8;
+	if (seq != t->next_seq)
+		q += hp_encode_reset(&t->enc, q);
+	ssize_t len = hp_encode(&dict, &t->enc, ev, n, q);
+	if (len < 0) {
+		hp_warn("out of memory while encoding events; the trace ends here");
+		broken = 1;
+		return;
+	}
+	hp_output_end(q + len);
+	t->next_seq = seq + 1;
+	events_written += n;
+}
+
+static int drain_published(struct hp_thread *t)
+{
+	const struct hp_raw *ev;
+	uint32_t seq;
+	size_t n;
+	int worked = 0;
+	while ((n = hp_buffer_take(t, scratch, &ev, &seq))) {
+		encode_chunk(t, ev, n, seq);
+		hp_buffer_release(t, seq);
+		worked = 1;
+	}
+	return worked;
+}
+
+static void unlink_thread(struct hp_thread *t)
+{
+	pthread_mutex_lock(&hp_threads_lock);
+	struct hp_thread **pp = &hp_threads;
+	while (*pp && *pp != t)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = t->next;
+	pthread_mutex_unlock(&hp_threads_lock);
+}
+
+/* An exited thread whose chunks are all written: its last records, then free it. */
+static void retire_if_done(struct hp_thread *t)
+{
+	/* Acquire: pairs with hp_buffer_retire_self; its last head is visible. */
+	if (!__atomic_load_n(&t->exited, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&t->head, __ATOMIC_ACQUIRE) != t->tail)
+		return;
+	if (t->announced)
+		thread_record(t, t->name);
+	thread_lost_records(t);
+	unlink_thread(t);
+	hp_buffer_free_thread(t);
+}
+
+static void drain_locked(struct hp_thread *t, int *worked)
+{
+	if (drain_published(t))
+		*worked = 1;
+	retire_if_done(t);
+}
+
+static struct hp_thread *first_thread(void)
+{
+	/* Acquire: pairs with the release of the list lock by a new thread. */
+	return __atomic_load_n(&hp_threads, __ATOMIC_ACQUIRE);
+}
+
+void hp_writer_drain(struct hp_thread *t)
+{
+	int worked = 0;
+	pthread_mutex_lock(&writer_lock);
+	drain_locked(t, &worked);
+	pthread_mutex_unlock(&writer_lock);
+}
+
+static int drain_all_locked(void)
+{
+	int worked = 0;
+	struct hp_thread *next;
+	for (struct hp_thread *t = first_thread(); t; t = next) {
+		next = t->next; /* t may be freed; only we unlink, under writer_lock */
+		drain_locked(t, &worked);
+	}
+	return worked;
+}
+
+void hp_writer_flush_all(void)
+{
+	pthread_mutex_lock(&writer_lock);
+	drain_all_locked();
+	hp_output_flush();
+	pthread_mutex_unlock(&writer_lock);
+}
+
+void hp_writer_notify(void)
+{
+	if (!hp_writer_threaded())
+		return;
+	/* Orders the owner's new head before reading sleeping; pairs with the
+	 * fence in writer_sleep, so the writer sees the chunk or we see it asleep. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&sleeping, __ATOMIC_RELAXED)) {
+		__atomic_fetch_add(&wake_seq, 1, __ATOMIC_RELAXED);
+		hp_futex_wake(&wake_seq);
+	}
+}
+
+static void writer_sleep(void)
+{
+	uint32_t seq = __atomic_load_n(&wake_seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&sleeping, 1, __ATOMIC_RELAXED);
+	/* Orders sleeping before the last look at the heads; pairs with hp_writer_notify. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&writer_lock);
+	int worked = drain_all_locked();
+	hp_output_flush();
+	pthread_mutex_unlock(&writer_lock);
+	if (!worked && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE))
+		hp_futex_wait(&wake_seq, seq, IDLE_WAIT_MS);
+	__atomic_store_n(&sleeping, 0, __ATOMIC_RELAXED);
+}
+
+/* Once a second: a clock pair (so a crashed run still has a calibration)
+ * and a new module map if dlopen or dlclose changed it. */
+static void housekeeping(uint64_t *next)
+{
+	uint64_t now = hp_clock_ns();
+	if (now < *next)
+		return;
+	*next = now + HOUSEKEEPING_NS;
+	pthread_mutex_lock(&writer_lock);
+	hp_writer_clock_record();
+	hp_modules_write(0);
+	pthread_mutex_unlock(&writer_lock);
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	prctl(PR_SET_NAME, "hookprof-writer");
+	hp_tls.retired = 1; /* instrumented code called from here is not traced */
+	uint64_t next_housekeeping = hp_clock_ns() + HOUSEKEEPING_NS;
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&writer_lock);
+		int worked = drain_all_locked();
+		pthread_mutex_unlock(&writer_lock);
+		if (!worked)
+			writer_sleep();
+		housekeeping(&next_housekeeping);
+	}
+	/* Release: everything this thread did happens before `done` is seen. */
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+	hp_futex_wake(&done);
+	return NULL;
+}
+
+int hp_writer_init(int want_thread)
+{
+	scratch = hp_pages_alloc(HP_CHUNK_BYTES);
+	if (!scratch || hp_dict_init(&dict) < 0)
+		return -1;
+	if (!want_thread)
+		return 0;
+	pthread_t th;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	__atomic_store_n(&threaded, 1, __ATOMIC_RELEASE);
+	if (pthread_create(&th, &attr, writer_main, NULL)) {
+		__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
+		hp_warn("cannot start the writer thread; buffers are written by the traced threads");
+	}
+	pthread_attr_destroy(&attr);
+	return 0;
+}
+
+static void stop_writer_thread(int in_signal)
+{
+	if (!hp_writer_threaded())
+		return;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&wake_seq, 1, __ATOMIC_RELAXED);
+	hp_futex_wake(&wake_seq);
+	for (int waited = 0; !__atomic_load_n(&done, __ATOMIC_ACQUIRE); waited += 100) {
+		if (in_signal && waited >= SIGNAL_WAIT_MS)
+			break;
+		hp_futex_wait(&done, 0, 100);
+	}
+	__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
+}
+
+static int lock_writer(int in_signal)
+{
+	if (!in_signal)
+		return pthread_mutex_lock(&writer_lock);
+	for (int i = 0; i < SIGNAL_WAIT_MS; i++) {
+		if (!pthread_mutex_trylock(&writer_lock))
+			return 0;
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	return -1;
+}
+
+static void live_thread_name(const struct hp_thread *t, char *name, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%u/comm", t->tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, name, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0) {
+		snprintf(name, len, "%s", t->name);
+		return;
+	}
+	name[n] = 0;
+	name[strcspn(name, "\n")] = 0;
+}
+
+/* A thread still running at the end: its unpublished events, name and losses. */
+static void finish_live_thread(struct hp_thread *t)
+{
+	uint32_t seq;
+	size_t n = hp_buffer_snapshot_partial(t, scratch, &seq);
+	if (n)
+		encode_chunk(t, scratch, n, seq);
+	if (t->announced) {
+		char name[64];
+		live_thread_name(t, name, sizeof(name));
+		thread_record(t, name);
+	}
+	thread_lost_records(t);
+}
+
+/* Losses that belong to no stream: late events, threads without a buffer. */
+static uint64_t global_lost_records(void)
+{
+	uint64_t total = 0;
+	for (uint32_t reason = HP_LOST_RING; reason <= HP_LOST_LATE; reason++) {
+		uint64_t n = hp_runtime_lost(reason);
+		lost_record(HP_STREAM_NONE, reason, n);
+		total += n;
+	}
+	return total;
+}
+
+static void end_record(void)
+{
+	uint64_t lost = lost_in_threads + global_lost_records();
+	uint8_t *p = hp_output_begin(HP_REC_END, 24);
+	if (!p)
+		return;
+	hp_le64(p, events_written);
+	hp_le64(p + 8, lost);
+	hp_le32(p + 16, streams_written);
+	hp_le32(p + 20, 0);
+	hp_output_end(p + 24);
+}
+
+int hp_writer_finish(int in_signal)
+{
+	stop_writer_thread(in_signal);
+	if (lock_writer(in_signal) < 0)
+		return -1;
+	struct hp_thread *next;
+	for (struct hp_thread *t = first_thread(); t; t = next) {
+		next = t->next;
+		drain_published(t);
+		if (__atomic_load_n(&t->exited, __ATOMIC_ACQUIRE))
+			retire_if_done(t);
+		else
+			finish_live_thread(t);
+	}
+	if (!in_signal)
+		hp_modules_write(0); /* dl_iterate_phdr takes the loader lock */
+	hp_writer_clock_record();
+	end_record();
+	int rc = hp_output_flush();
+	pthread_mutex_unlock(&writer_lock);
+	return rc;
+}
+
+void hp_writer_forget(void)
+{
+	__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
+	pthread_mutex_init(&writer_lock, NULL);
+}

@@ -1,0 +1,32 @@
+/*
+ * hp_writer.h - the consumer: takes published chunks, encodes them into
+ * EVENTS records and appends them to the trace. In stream mode a writer
+ * thread does this as chunks fill; otherwise (ring mode, no thread) it runs
+ * on the thread that flushes. One lock serialises all encoding, so the
+ * function dictionary and each stream's state see one order.
+ */
+#ifndef HP_WRITER_H
+#define HP_WRITER_H
+
+#include "hp_buffer.h"
+#include "hp_platform.h"
+
+/* Allocates the encoder; starts the writer thread if `threaded`. */
+int hp_writer_init(int threaded) HP_HIDDEN;
+int hp_writer_threaded(void) HP_HIDDEN;
+/* An owner published a chunk: wake the writer thread if it sleeps. */
+void hp_writer_notify(void) HP_HIDDEN;
+/* Encodes t's published chunks on the calling thread. */
+void hp_writer_drain(struct hp_thread *t) HP_HIDDEN;
+/* Encodes every thread's published chunks and writes them out now. */
+void hp_writer_flush_all(void) HP_HIDDEN;
+/* Stops the writer thread and writes everything, then the END record.
+ * In a signal handler (in_signal) it waits a bounded time for locks. */
+int hp_writer_finish(int in_signal) HP_HIDDEN;
+/* After fork: the child has no writer thread and must not write the parent's trace. */
+void hp_writer_forget(void) HP_HIDDEN;
+
+/* Appends a CLOCK record: one (tick, CLOCK_MONOTONIC_RAW) pair. */
+void hp_writer_clock_record(void) HP_HIDDEN;
+
+#endif

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs, from Debian's packages, what building and testing hookprof needs,
+# if it is not there yet. Runs apt-get as root, or through sudo.
+set -e
+need=""
+have_header() { printf '#include <%s>\n' "$1" | cc -E -x c - >/dev/null 2>&1; }
+have_header elfutils/libdwfl.h || need="$need libdw-dev libelf-dev"
+have_header check.h || need="$need check"
+have_header libunwind.h || need="$need libunwind-dev"
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+command -v g++ >/dev/null 2>&1 || need="$need g++"
+command -v clang >/dev/null 2>&1 || need="$need clang"
+[ -n "$need" ] || exit 0
+echo "hookprof: installing$need" >&2
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends build-essential $need >/dev/null

@@ -1,0 +1,149 @@
+/*
+ * hp_analyze.c - reader, decoder and profile in one pass.
+ */
+#include "hp_analyze.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp_format.h"
+
+struct pass {
+	struct hp_analysis *a;
+	struct hp_dec_stream *dec;
+	size_t ndec;
+	struct hp_evbuf evbuf;
+	hp_event_fn on_events;
+	void *arg;
+};
+
+static struct hp_dec_stream *decoder_of(struct pass *ps, uint32_t stream)
+{
+	if (stream >= ps->ndec) {
+		if (stream > (1u << 24))
+			return NULL;
+		size_t n = (size_t)stream + 8;
+		struct hp_dec_stream *d = realloc(ps->dec, n * sizeof(*d));
+		if (!d)
+			return NULL;
+		memset(d + ps->ndec, 0, (n - ps->ndec) * sizeof(*d));
+		ps->dec = d;
+		ps->ndec = n;
+	}
+	return &ps->dec[stream];
+}
+
+static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size, char *err,
+			 size_t errlen)
+{
+	struct hp_analysis *a = ps->a;
+	if (size < 8) {
+		snprintf(err, errlen, "corrupt events record");
+		return -1;
+	}
+	uint32_t stream = hp_rd32(payload), nevents = hp_rd32(payload + 4);
+	struct hp_dec_stream *d = decoder_of(ps, stream);
+	struct hp_stream_info *si = hp_trace_stream(&a->info, stream);
+	if (!d || !si) {
+		snprintf(err, errlen, "corrupt events record (stream %u)", stream);
+		return -1;
+	}
+	long n = hp_decode(&a->funcs, d, payload + 8, size - 8, &ps->evbuf, err, errlen);
+	if (n < 0)
+		return -1;
+	if ((uint32_t)n != nevents) {
+		snprintf(err, errlen, "corrupt events record (%ld events where %u were written)", n, nevents);
+		return -1;
+	}
+	a->events += (uint64_t)n;
+	si->events += (uint64_t)n;
+	if (hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n)) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (ps->on_events && ps->on_events(ps->arg, a, stream, ps->evbuf.ev, ps->evbuf.n)) {
+		snprintf(err, errlen, "cannot write the output");
+		return -1;
+	}
+	return 0;
+}
+
+static int read_all(struct pass *ps, struct hp_reader *r, char *err, size_t errlen)
+{
+	uint32_t type, size;
+	const uint8_t *payload;
+	int rc;
+	while ((rc = hp_reader_next(r, &type, &payload, &size, err, errlen)) == 1) {
+		int bad = type == HP_REC_EVENTS
+				  ? events_record(ps, payload, size, err, errlen)
+				  : hp_trace_info_add(&ps->a->info, type, payload, size, err, errlen);
+		if (bad)
+			return -1;
+		if (type == HP_REC_END)
+			break;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+/* Prefixes a reason that does not name the file yet. */
+static int fail_in(const char *path, char *err, size_t errlen)
+{
+	if (strncmp(err, path, strlen(path))) {
+		char reason[512];
+		snprintf(reason, sizeof(reason), "%s", err);
+		snprintf(err, errlen, "%s: %s", path, reason);
+	}
+	return -1;
+}
+
+static int finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
+{
+	if (!a->info.has_end && !(flags & HP_ANALYZE_ALLOW_PARTIAL)) {
+		snprintf(err, errlen, "incomplete trace: no end record (the program was killed, "
+				      "or the file was cut short); --partial reports what it holds");
+		return -1;
+	}
+	a->partial = !a->info.has_end;
+	if (a->info.has_end && a->info.end_events != a->events) {
+		snprintf(err, errlen, "corrupt trace: %llu events decoded where %llu were written",
+			 (unsigned long long)a->events, (unsigned long long)a->info.end_events);
+		return -1;
+	}
+	if (hp_trace_timebase(&a->info, &a->tb)) {
+		snprintf(err, errlen, "no clock calibration in the trace (the run ended before it could be written)");
+		return -1;
+	}
+	hp_profile_finish(&a->prof);
+	return 0;
+}
+
+int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
+	       struct hp_analysis *a, char *err, size_t errlen)
+{
+	memset(a, 0, sizeof(*a));
+	a->path = path;
+	hp_profile_init(&a->prof);
+	struct hp_reader *r = hp_reader_open(path, err, errlen);
+	if (!r)
+		return -1;
+	struct pass ps = { .a = a, .on_events = on_events, .arg = arg };
+	int rc = read_all(&ps, r, err, errlen);
+	if (!rc)
+		rc = finish(a, flags, err, errlen);
+	for (size_t i = 0; i < ps.ndec; i++) {
+		a->orphan_exits += ps.dec[i].orphan_exits;
+		hp_dec_stream_free(&ps.dec[i]);
+	}
+	free(ps.dec);
+	hp_evbuf_free(&ps.evbuf);
+	hp_reader_close(r);
+	return rc ? fail_in(path, err, errlen) : 0;
+}
+
+void hp_analysis_free(struct hp_analysis *a)
+{
+	hp_trace_info_free(&a->info);
+	hp_funcs_free(&a->funcs);
+	hp_profile_free(&a->prof);
+}

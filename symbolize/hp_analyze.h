@@ -1,0 +1,35 @@
+/*
+ * hp_analyze.h - one pass over a trace: its description, its function
+ * dictionary and its flat profile. Memory grows with the number of
+ * functions, threads and stack depth, never with the number of events.
+ */
+#ifndef HP_ANALYZE_H
+#define HP_ANALYZE_H
+
+#include "hp_decode.h"
+#include "hp_profile.h"
+#include "hp_trace.h"
+
+struct hp_analysis {
+	const char *path;
+	struct hp_trace_info info;
+	struct hp_funcs funcs;
+	struct hp_profile prof;
+	struct hp_timebase tb;
+	uint64_t events;       /* decoded */
+	uint64_t orphan_exits; /* exits of frames entered before tracing began */
+	int partial;           /* no END record: the run was cut short */
+};
+
+/* Called for each decoded record, for tools that want the events themselves. */
+typedef int (*hp_event_fn)(void *arg, const struct hp_analysis *a, uint32_t stream,
+			   const struct hp_ev *ev, size_t n);
+
+enum { HP_ANALYZE_ALLOW_PARTIAL = 1 };
+
+/* 0, or -1 with a one-line reason naming the file in err. */
+int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
+	       struct hp_analysis *a, char *err, size_t errlen);
+void hp_analysis_free(struct hp_analysis *a);
+
+#endif

@@ -1,0 +1,199 @@
+/*
+ * hp_report.c - flat profile rows, table and CSV.
+ */
+#include "hp_report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp_symbols.h"
+
+static struct hp_row *new_row(struct hp_rows *rows)
+{
+	if (rows->n == rows->cap) {
+		size_t cap = rows->cap ? rows->cap * 2 : 256;
+		struct hp_row *r = realloc(rows->row, cap * sizeof(*r));
+		if (!r)
+			return NULL;
+		rows->row = r;
+		rows->cap = cap;
+	}
+	return memset(&rows->row[rows->n++], 0, sizeof(struct hp_row));
+}
+
+static int add_function(struct hp_rows *rows, const struct hp_analysis *a, struct hp_symbols *sym,
+			uint32_t func)
+{
+	const struct hp_fstat *f = &a->prof.f[func];
+	struct hp_symbol s;
+	hp_symbols_lookup(sym, a->funcs.addr[func], &s);
+	struct hp_row *r = new_row(rows);
+	if (!r || !(r->name = strdup(s.name)) || !(r->module = strdup(s.module)))
+		return -1;
+	r->calls = f->calls;
+	r->total = hp_ticks_to_ns(&a->tb, f->total);
+	r->self = hp_ticks_to_ns(&a->tb, f->self);
+	r->min = hp_ticks_to_ns(&a->tb, f->min);
+	r->max = hp_ticks_to_ns(&a->tb, f->max);
+	return 0;
+}
+
+int hp_rows_add(struct hp_rows *rows, const struct hp_analysis *a, char *err, size_t errlen)
+{
+	struct hp_symbols *sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, errlen);
+	if (!sym)
+		return -1;
+	int rc = 0;
+	for (uint32_t i = 0; i < a->funcs.n && i < a->prof.nf && !rc; i++)
+		if (a->prof.f[i].calls)
+			rc = add_function(rows, a, sym, i);
+	hp_symbols_free(sym);
+	if (rc)
+		snprintf(err, errlen, "out of memory");
+	return rc;
+}
+
+static int by_identity(const void *x, const void *y)
+{
+	const struct hp_row *a = x, *b = y;
+	int c = strcmp(a->name, b->name);
+	return c ? c : strcmp(a->module, b->module);
+}
+
+static void merge_into(struct hp_row *to, struct hp_row *from)
+{
+	to->calls += from->calls;
+	to->total += from->total;
+	to->self += from->self;
+	to->min = from->min < to->min ? from->min : to->min;
+	to->max = from->max > to->max ? from->max : to->max;
+	free(from->name);
+	free(from->module);
+}
+
+static void merge_same(struct hp_rows *rows)
+{
+	if (!rows->n)
+		return;
+	qsort(rows->row, rows->n, sizeof(*rows->row), by_identity);
+	size_t out = 0;
+	for (size_t i = 1; i < rows->n; i++) {
+		if (!by_identity(&rows->row[out], &rows->row[i]))
+			merge_into(&rows->row[out], &rows->row[i]);
+		else
+			rows->row[++out] = rows->row[i];
+	}
+	rows->n = out + 1;
+}
+
+static enum hp_sort sort_key;
+
+static double avg_of(const struct hp_row *r) { return r->calls ? r->total / (double)r->calls : 0; }
+
+static double key_of(const struct hp_row *r)
+{
+	switch (sort_key) {
+	case HP_SORT_TOTAL: return r->total;
+	case HP_SORT_CALLS: return (double)r->calls;
+	case HP_SORT_AVG: return avg_of(r);
+	case HP_SORT_MAX: return r->max;
+	default: return r->self;
+	}
+}
+
+/* Largest first; ties and HP_SORT_NAME by name, so output is stable. */
+static int by_key(const void *x, const void *y)
+{
+	const struct hp_row *a = x, *b = y;
+	if (sort_key != HP_SORT_NAME) {
+		double ka = key_of(a), kb = key_of(b);
+		if (ka != kb)
+			return ka < kb ? 1 : -1;
+	}
+	return by_identity(a, b);
+}
+
+void hp_rows_finish(struct hp_rows *rows, enum hp_sort key)
+{
+	merge_same(rows);
+	sort_key = key;
+	if (rows->n)
+		qsort(rows->row, rows->n, sizeof(*rows->row), by_key);
+}
+
+void hp_format_ns(double ns, char *buf, size_t len)
+{
+	static const char *unit[] = { "ns", "us", "ms", "s" };
+	int u = 0;
+	while (u < 3 && ns >= 1000.0) {
+		ns /= 1000.0;
+		u++;
+	}
+	int decimals = ns >= 100 ? 1 : ns >= 10 ? 2 : 3;
+	if (u == 0)
+		decimals = 0;
+	snprintf(buf, len, "%.*f %s", decimals, ns, unit[u]);
+}
+
+int hp_rows_print_table(FILE *out, const struct hp_rows *rows, size_t limit)
+{
+	char t[5][32];
+	fprintf(out, "%12s %12s %12s %12s %12s %12s  %s\n", "calls", "total", "self", "avg",
+		"min", "max", "function");
+	for (size_t i = 0; i < rows->n && (!limit || i < limit); i++) {
+		const struct hp_row *r = &rows->row[i];
+		hp_format_ns(r->total, t[0], sizeof(t[0]));
+		hp_format_ns(r->self, t[1], sizeof(t[1]));
+		hp_format_ns(avg_of(r), t[2], sizeof(t[2]));
+		hp_format_ns(r->min, t[3], sizeof(t[3]));
+		hp_format_ns(r->max, t[4], sizeof(t[4]));
+		fprintf(out, "%12llu %12s %12s %12s %12s %12s  %s", (unsigned long long)r->calls, t[0],
+			t[1], t[2], t[3], t[4], r->name);
+		if (strcmp(r->module, "?"))
+			fprintf(out, " [%s]", r->module);
+		fputc('\n', out);
+	}
+	return ferror(out) ? -1 : 0;
+}
+
+void hp_csv_field(FILE *out, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+static unsigned long long ns_int(double ns) { return (unsigned long long)(ns + 0.5); }
+
+int hp_rows_print_csv(FILE *out, const struct hp_rows *rows, size_t limit)
+{
+	fputs("function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module\r\n", out);
+	for (size_t i = 0; i < rows->n && (!limit || i < limit); i++) {
+		const struct hp_row *r = &rows->row[i];
+		hp_csv_field(out, r->name);
+		fprintf(out, ",%llu,%llu,%llu,%llu,%llu,%llu,", (unsigned long long)r->calls,
+			ns_int(r->total), ns_int(r->self), ns_int(avg_of(r)), ns_int(r->min),
+			ns_int(r->max));
+		hp_csv_field(out, r->module);
+		fputs("\r\n", out);
+	}
+	return ferror(out) ? -1 : 0;
+}
+
+void hp_rows_free(struct hp_rows *rows)
+{
+	for (size_t i = 0; i < rows->n; i++) {
+		free(rows->row[i].name);
+		free(rows->row[i].module);
+	}
+	free(rows->row);
+	memset(rows, 0, sizeof(*rows));
+}

@@ -1,0 +1,375 @@
+/*
+ * hp_trace.c - trace file reader and the non-event records.
+ */
+#include "hp_trace.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hp_format.h"
+
+#define READ_CHUNK (1u << 20)
+
+struct hp_reader {
+	FILE *f;
+	const char *path;
+	uint8_t *buf;
+	size_t cap;
+	uint64_t offset; /* of the next record */
+	uint64_t size;   /* of the file */
+};
+
+static int fail(char *err, size_t errlen, const char *path, const char *what)
+{
+	snprintf(err, errlen, "%s: %s", path, what);
+	return -1;
+}
+
+static int check_header(const uint8_t *h, const char *path, char *err, size_t errlen)
+{
+	if (memcmp(h, HP_MAGIC, HP_MAGIC_LEN))
+		return fail(err, errlen, path, "not a hookprof trace (bad magic)");
+	if (hp_rd32(h + 12) != HP_BYTE_ORDER_MARK)
+		return fail(err, errlen, path, "trace written with another byte order");
+	uint16_t major = (uint16_t)(h[8] | h[9] << 8);
+	if (major != HP_VERSION_MAJOR) {
+		char what[96];
+		snprintf(what, sizeof(what), "trace format version %u is not supported (this tool reads %u)",
+			 major, HP_VERSION_MAJOR);
+		return fail(err, errlen, path, what);
+	}
+	if (hp_rd32(h + 16) < HP_FILE_HEADER_SIZE)
+		return fail(err, errlen, path, "corrupt file header");
+	return 0;
+}
+
+struct hp_reader *hp_reader_open(const char *path, char *err, size_t errlen)
+{
+	uint8_t h[HP_FILE_HEADER_SIZE];
+	struct stat st;
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fail(err, errlen, path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+		fail(err, errlen, path, "not a regular file");
+		goto bad;
+	}
+	if (st.st_size == 0) {
+		fail(err, errlen, path, "empty file");
+		goto bad;
+	}
+	if (fread(h, 1, sizeof(h), f) != sizeof(h)) {
+		fail(err, errlen, path, memcmp(h, HP_MAGIC, 1) ? "not a hookprof trace (too short)"
+							       : "truncated trace (incomplete file header)");
+		goto bad;
+	}
+	if (check_header(h, path, err, errlen))
+		goto bad;
+	struct hp_reader *r = calloc(1, sizeof(*r));
+	if (!r) {
+		fail(err, errlen, path, "out of memory");
+		goto bad;
+	}
+	r->f = f;
+	r->path = path;
+	r->offset = hp_rd32(h + 16);
+	r->size = (uint64_t)st.st_size;
+	if (fseek(f, (long)r->offset, SEEK_SET)) {
+		free(r);
+		fail(err, errlen, path, "truncated trace");
+		goto bad;
+	}
+	return r;
+bad:
+	fclose(f);
+	return NULL;
+}
+
+static int grow(struct hp_reader *r, size_t need)
+{
+	if (need <= r->cap)
+		return 0;
+	size_t cap = need < READ_CHUNK ? READ_CHUNK : need;
+	uint8_t *buf = realloc(r->buf, cap);
+	if (!buf)
+		return -1;
+	r->buf = buf;
+	r->cap = cap;
+	return 0;
+}
+
+int hp_reader_next(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
+		   uint32_t *size, char *err, size_t errlen)
+{
+	uint8_t h[HP_RECORD_HEADER_SIZE];
+	size_t got = fread(h, 1, sizeof(h), r->f);
+	if (got == 0 && feof(r->f))
+		return 0;
+	char what[128];
+	if (got != sizeof(h)) {
+		snprintf(what, sizeof(what), "truncated trace (record header at byte %llu)",
+			 (unsigned long long)r->offset);
+		return fail(err, errlen, r->path, what);
+	}
+	*type = hp_rd32(h);
+	*size = hp_rd32(h + 4);
+	if (*size > HP_RECORD_MAX || r->offset + HP_RECORD_HEADER_SIZE + *size > r->size) {
+		snprintf(what, sizeof(what), "truncated or corrupt trace (record at byte %llu runs past the end)",
+			 (unsigned long long)r->offset);
+		return fail(err, errlen, r->path, what);
+	}
+	if (grow(r, *size) || fread(r->buf, 1, *size, r->f) != *size)
+		return fail(err, errlen, r->path, "read error");
+	*payload = r->buf;
+	r->offset += HP_RECORD_HEADER_SIZE + *size;
+	return 1;
+}
+
+void hp_reader_close(struct hp_reader *r)
+{
+	if (!r)
+		return;
+	fclose(r->f);
+	free(r->buf);
+	free(r);
+}
+
+/* A bounds-checked cursor over one record's payload. */
+struct cursor {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static const uint8_t *take(struct cursor *c, size_t n)
+{
+	if (c->bad || (size_t)(c->end - c->p) < n) {
+		c->bad = 1;
+		return NULL;
+	}
+	const uint8_t *p = c->p;
+	c->p += n;
+	return p;
+}
+
+static uint32_t take32(struct cursor *c)
+{
+	const uint8_t *p = take(c, 4);
+	return p ? hp_rd32(p) : 0;
+}
+
+static uint64_t take64(struct cursor *c)
+{
+	const uint8_t *p = take(c, 8);
+	return p ? hp_rd64(p) : 0;
+}
+
+/* A length-prefixed string, as a new NUL-terminated copy. */
+static char *take_string(struct cursor *c)
+{
+	uint32_t len = take32(c);
+	const uint8_t *s = take(c, len);
+	if (!s)
+		return NULL;
+	char *copy = malloc((size_t)len + 1);
+	if (copy) {
+		memcpy(copy, s, len);
+		copy[len] = 0;
+	}
+	return copy;
+}
+
+static int parse_process(struct hp_trace_info *info, struct cursor *c)
+{
+	info->pid = take32(c);
+	info->clock_source = take32(c);
+	info->start_realtime_ns = take64(c);
+	info->flags = take32(c);
+	uint32_t argc = take32(c);
+	free(info->exe);
+	info->exe = take_string(c);
+	if (c->bad || argc > (size_t)(c->end - c->p) / 4)
+		return -1;
+	info->argv = calloc((size_t)argc + 1, sizeof(char *));
+	if (!info->argv)
+		return -1;
+	for (info->argc = 0; info->argc < argc; info->argc++)
+		if (!(info->argv[info->argc] = take_string(c)))
+			return -1;
+	return 0;
+}
+
+static int parse_clock(struct hp_trace_info *info, struct cursor *c)
+{
+	uint64_t tick = take64(c), ns = take64(c);
+	int slot = info->nclocks ? 1 : 0;
+	info->clock_tick[slot] = tick;
+	info->clock_ns[slot] = ns;
+	info->nclocks++;
+	return 0;
+}
+
+static int same_module(const struct hp_module *a, uint64_t bias, const char *path)
+{
+	return a->bias == bias && !strcmp(a->path, path);
+}
+
+static int parse_one_module(struct hp_trace_info *info, struct cursor *c)
+{
+	struct hp_module m = { 0 };
+	m.bias = take64(c);
+	m.path = take_string(c);
+	uint32_t id_len = take32(c);
+	const uint8_t *id = take(c, id_len);
+	m.nseg = take32(c);
+	if (c->bad || !m.path || id_len > sizeof(m.build_id) || m.nseg > (size_t)(c->end - c->p) / 32)
+		goto bad;
+	memcpy(m.build_id, id, id_len);
+	m.build_id_len = id_len;
+	for (size_t i = 0; i < info->nmodules; i++)
+		if (same_module(&info->modules[i], m.bias, m.path)) {
+			take(c, (size_t)m.nseg * 32);
+			free(m.path);
+			return 0;
+		}
+	m.seg = calloc(m.nseg ? m.nseg : 1, sizeof(*m.seg));
+	if (!m.seg)
+		goto bad;
+	for (uint32_t i = 0; i < m.nseg; i++) {
+		m.seg[i].start = take64(c);
+		m.seg[i].size = take64(c);
+		m.seg[i].offset = take64(c);
+		m.seg[i].flags = take32(c);
+		take32(c);
+	}
+	struct hp_module *mods = realloc(info->modules, (info->nmodules + 1) * sizeof(*mods));
+	if (!mods)
+		goto bad;
+	info->modules = mods;
+	mods[info->nmodules++] = m;
+	return 0;
+bad:
+	free(m.path);
+	free(m.seg);
+	return -1;
+}
+
+static int parse_modules(struct hp_trace_info *info, struct cursor *c)
+{
+	uint32_t n = take32(c);
+	for (uint32_t i = 0; i < n && !c->bad; i++)
+		if (parse_one_module(info, c))
+			return -1;
+	return 0;
+}
+
+struct hp_stream_info *hp_trace_stream(struct hp_trace_info *info, uint32_t stream)
+{
+	if (stream >= info->nstreams) {
+		if (stream > (1u << 24))
+			return NULL;
+		size_t n = (size_t)stream + 16;
+		struct hp_stream_info *s = realloc(info->streams, n * sizeof(*s));
+		if (!s)
+			return NULL;
+		memset(s + info->nstreams, 0, (n - info->nstreams) * sizeof(*s));
+		info->streams = s;
+		info->nstreams = n;
+	}
+	struct hp_stream_info *s = &info->streams[stream];
+	s->stream = stream;
+	return s;
+}
+
+static int parse_thread(struct hp_trace_info *info, struct cursor *c)
+{
+	uint32_t stream = take32(c), tid = take32(c), len = take32(c);
+	const uint8_t *name = take(c, len);
+	struct hp_stream_info *s = c->bad ? NULL : hp_trace_stream(info, stream);
+	if (!s)
+		return -1;
+	s->tid = tid;
+	s->seen = 1;
+	len = len < sizeof(s->name) - 1 ? len : (uint32_t)sizeof(s->name) - 1;
+	memcpy(s->name, name, len);
+	s->name[len] = 0;
+	return 0;
+}
+
+static int parse_lost(struct hp_trace_info *info, struct cursor *c)
+{
+	uint32_t stream = take32(c);
+	take32(c); /* reason: the report shows the total */
+	uint64_t count = take64(c);
+	if (c->bad)
+		return -1;
+	if (stream == HP_STREAM_NONE) {
+		info->lost_global += count;
+		return 0;
+	}
+	struct hp_stream_info *s = hp_trace_stream(info, stream);
+	if (!s)
+		return -1;
+	s->lost += count;
+	return 0;
+}
+
+static int parse_end(struct hp_trace_info *info, struct cursor *c)
+{
+	info->end_events = take64(c);
+	info->end_lost = take64(c);
+	info->has_end = !c->bad;
+	return 0;
+}
+
+int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *payload,
+		      uint32_t size, char *err, size_t errlen)
+{
+	struct cursor c = { payload, payload + size, 0 };
+	int rc = 0;
+	switch (type) {
+	case HP_REC_PROCESS: rc = parse_process(info, &c); break;
+	case HP_REC_CLOCK: rc = parse_clock(info, &c); break;
+	case HP_REC_MODULES: rc = parse_modules(info, &c); break;
+	case HP_REC_THREAD: rc = parse_thread(info, &c); break;
+	case HP_REC_LOST: rc = parse_lost(info, &c); break;
+	case HP_REC_END: rc = parse_end(info, &c); break;
+	default: return 0; /* EVENTS are the decoder's; unknown types are skipped */
+	}
+	if (rc || c.bad) {
+		snprintf(err, errlen, "corrupt record of type %u", type);
+		return -1;
+	}
+	return 0;
+}
+
+void hp_trace_info_free(struct hp_trace_info *info)
+{
+	for (uint32_t i = 0; info->argv && i < info->argc; i++)
+		free(info->argv[i]);
+	free(info->argv);
+	free(info->exe);
+	for (size_t i = 0; i < info->nmodules; i++) {
+		free(info->modules[i].path);
+		free(info->modules[i].seg);
+	}
+	free(info->modules);
+	free(info->streams);
+	memset(info, 0, sizeof(*info));
+}
+
+int hp_trace_timebase(const struct hp_trace_info *info, struct hp_timebase *tb)
+{
+	tb->tick0 = info->clock_tick[0];
+	tb->ns_per_tick = 1.0;
+	if (info->clock_source == HP_CLOCK_MONOTONIC)
+		return 0;
+	if (info->nclocks < 2 || info->clock_tick[1] <= info->clock_tick[0])
+		return -1;
+	tb->ns_per_tick = (double)(info->clock_ns[1] - info->clock_ns[0]) /
+			  (double)(info->clock_tick[1] - info->clock_tick[0]);
+	return 0;
+}
