@@ -22,6 +22,7 @@ pthread_mutex_t hp_threads_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static enum hp_mode buffer_mode;
 static size_t buffer_chunks;
+static uint32_t wake_after; /* published chunks that wake the writer */
 static pthread_key_t exit_key;
 static uint32_t next_stream;
 static int finished;
@@ -34,6 +35,7 @@ int hp_buffer_init(const struct hp_config *cfg)
 	buffer_chunks = cfg->buffer_bytes / HP_CHUNK_BYTES;
 	if (buffer_chunks < 2)
 		buffer_chunks = 2;
+	wake_after = buffer_chunks / 4 ? (uint32_t)(buffer_chunks / 4) : 1;
 	return pthread_key_create(&exit_key, thread_exit) ? -1 : 0;
 }
 
@@ -47,10 +49,15 @@ static struct hp_raw *chunk_base(const struct hp_thread *t, uint32_t seq)
 	return t->base + (size_t)(seq % t->nchunks) * HP_CHUNK_EVENTS;
 }
 
+static struct hp_raw *chunk_end(const struct hp_thread *t)
+{
+	return chunk_base(t, t->head) + HP_CHUNK_EVENTS;
+}
+
 static void use_chunk(struct hp_thread *t)
 {
 	hp_tls.pos = chunk_base(t, t->head);
-	hp_tls.end = hp_tls.pos + HP_CHUNK_EVENTS;
+	hp_tls.end = hp_tick_is_tsc ? chunk_end(t) : NULL;
 }
 
 /* A fatal signal from a stack overflow needs another stack for the final
@@ -110,7 +117,10 @@ static void publish(struct hp_thread *t)
 	t->chunk_len[t->head % t->nchunks] = (uint32_t)(hp_tls.pos - start);
 	/* Release: the chunk's events and length are visible before the new head. */
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
-	hp_writer_notify();
+	/* Waking the writer costs two system calls: do it once a quarter of the
+	 * ring waits, not per chunk. It also wakes by itself every 50 ms. */
+	if (t->head - __atomic_load_n(&t->tail, __ATOMIC_RELAXED) >= wake_after)
+		hp_writer_notify();
 }
 
 /* Ring mode, or nobody left to consume: the owner drops the oldest chunk. */
@@ -168,12 +178,27 @@ static void next_chunk(struct hp_thread *t)
 	use_chunk(t);
 }
 
-void hp_buffer_record_slow(uint64_t addr, uint64_t tick)
+/* Without the TSC every event comes here; most still fit the chunk. */
+static int store_if_room(uint64_t addr, uint64_t tick)
 {
+	struct hp_thread *t = hp_tls.thread;
+	if (!t || hp_tls.pos >= chunk_end(t))
+		return 0;
+	hp_tls.pos->addr = addr;
+	hp_tls.pos->tick = tick;
+	__atomic_store_n(&hp_tls.pos, hp_tls.pos + 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+void hp_buffer_record_slow(uint64_t addr)
+{
+	uint64_t tick = hp_tick();
 	if (unlikely(hp_tls.busy || hp_tls.retired)) {
 		count_lost(hp_tls.busy ? HP_LOST_REENTRY : HP_LOST_LATE);
 		return;
 	}
+	if (store_if_room(addr, tick))
+		return;
 	int saved_errno = errno;
 	hp_tls.busy = 1;
 	struct hp_thread *t = hp_tls.thread;
@@ -191,11 +216,8 @@ void hp_buffer_record_slow(uint64_t addr, uint64_t tick)
 			hp_runtime_count_lost(HP_LOST_NO_BUFFER);
 		}
 	}
-	if (t) {
-		hp_tls.pos->addr = addr;
-		hp_tls.pos->tick = tick;
-		hp_tls.pos++;
-	}
+	if (t)
+		store_if_room(addr, tick);
 	hp_tls.busy = 0;
 	errno = saved_errno;
 }

@@ -28,8 +28,8 @@
 #define HP_CHUNK_EVENTS (HP_CHUNK_BYTES / sizeof(struct hp_raw))
 
 struct hp_tls {
-	struct hp_raw *pos; /* next free slot; == end sends the hook to the slow path */
-	struct hp_raw *end;
+	struct hp_raw *pos; /* next free slot */
+	struct hp_raw *end; /* pos >= end sends the hook to the slow path */
 	struct hp_thread *thread;
 	uint32_t busy;    /* in hookprof's own slow path: nested events are dropped */
 	uint32_t retired; /* flushed for the last time: later events are dropped */
@@ -60,17 +60,21 @@ struct hp_thread {
 	uint32_t announced;      /* THREAD record written */
 };
 
-void hp_buffer_record_slow(uint64_t addr, uint64_t tick) HP_HIDDEN;
+void hp_buffer_record_slow(uint64_t addr) HP_HIDDEN;
 
-/* The per-event path: one store of 16 bytes, or the slow path at a chunk's end. */
+/*
+ * The per-event path: one 16-byte store, or the slow path when the chunk is
+ * full. hp_tls.end is NULL when the clock is not the TSC, so that every
+ * event takes the slow path and this one has no call to save registers for.
+ */
 static inline void hp_buffer_record(uint64_t addr)
 {
 	struct hp_raw *e = hp_tls.pos;
-	if (unlikely(e == hp_tls.end)) {
-		hp_buffer_record_slow(addr, hp_tick());
+	if (unlikely(e >= hp_tls.end)) {
+		hp_buffer_record_slow(addr);
 		return;
 	}
-	e->tick = hp_tick();
+	e->tick = hp_cpu_tick();
 	e->addr = addr;
 	/* Release: the event is complete before a final flush on another
 	 * thread reads pos (a plain store on x86-64). */

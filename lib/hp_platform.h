@@ -25,14 +25,20 @@ extern int hp_tick_is_tsc HP_HIDDEN;
 
 uint64_t hp_clock_ns(void) HP_HIDDEN;
 
-/* No fence: the hook needs a cheap timestamp, not serialisation. */
-static inline uint64_t hp_tick(void)
+/* The CPU's own counter, valid when hp_tick_is_tsc. No fence: the hook
+ * needs a cheap timestamp, not serialisation. */
+static inline uint64_t hp_cpu_tick(void)
 {
 #if defined(__x86_64__)
-	if (likely(hp_tick_is_tsc))
-		return __rdtsc();
+	return __rdtsc();
+#else
+	return 0;
 #endif
-	return hp_clock_ns();
+}
+
+static inline uint64_t hp_tick(void)
+{
+	return likely(hp_tick_is_tsc) ? hp_cpu_tick() : hp_clock_ns();
 }
 
 void hp_platform_init(int force_monotonic) HP_HIDDEN;

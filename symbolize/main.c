@@ -77,15 +77,15 @@ static int find_library(char *out, size_t len)
 		return access(out, R_OK);
 	}
 	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
+	ssize_t got = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (got <= 0)
 		return -1;
-	self[n] = 0;
+	self[got] = 0;
 	*strrchr(self, '/') = 0;
 	static const char *const places[] = { "%s/libhookprof.so", "%s/../lib/libhookprof.so" };
 	for (size_t i = 0; i < 2; i++) {
-		snprintf(out, len, places[i], self);
-		if (!access(out, R_OK))
+		int n = snprintf(out, len, places[i], self);
+		if (n > 0 && (size_t)n < len && !access(out, R_OK))
 			return 0;
 	}
 	return -1;
