@@ -102,8 +102,12 @@ static void finish(int in_signal)
 	if (!__atomic_compare_exchange_n(&state, &expected, STATE_FINISHING, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return;
-	hp_buffer_retire_self();
-	hp_writer_finish(in_signal);
+	/* The writer stops first: it frees the memory of exited threads, and
+	 * this thread may be running on a signal stack inside its own. */
+	if (hp_writer_stop(in_signal) == 0) {
+		hp_buffer_retire_self();
+		hp_writer_finish(in_signal);
+	}
 	hp_buffer_set_finished();
 	__atomic_store_n(&state, STATE_FINISHED, __ATOMIC_RELEASE);
 }

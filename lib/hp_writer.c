@@ -139,16 +139,26 @@ static void unlink_thread(struct hp_thread *t)
 	pthread_mutex_unlock(&hp_threads_lock);
 }
 
+static int all_written(struct hp_thread *t)
+{
+	/* Acquire: pairs with hp_buffer_retire_self; its last head is visible. */
+	return __atomic_load_n(&t->exited, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&t->head, __ATOMIC_ACQUIRE) == t->tail;
+}
+
+static void thread_end_records(struct hp_thread *t, const char *name)
+{
+	if (t->announced)
+		thread_record(t, name);
+	thread_lost_records(t);
+}
+
 /* An exited thread whose chunks are all written: its last records, then free it. */
 static void retire_if_done(struct hp_thread *t)
 {
-	/* Acquire: pairs with hp_buffer_retire_self; its last head is visible. */
-	if (!__atomic_load_n(&t->exited, __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&t->head, __ATOMIC_ACQUIRE) != t->tail)
+	if (!all_written(t))
 		return;
-	if (t->announced)
-		thread_record(t, t->name);
-	thread_lost_records(t);
+	thread_end_records(t, t->name);
 	unlink_thread(t);
 	hp_buffer_free_thread(t);
 }
@@ -278,19 +288,20 @@ int hp_writer_init(int want_thread)
 	return 0;
 }
 
-static void stop_writer_thread(int in_signal)
+int hp_writer_stop(int in_signal)
 {
 	if (!hp_writer_threaded())
-		return;
+		return 0;
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&wake_seq, 1, __ATOMIC_RELAXED);
 	hp_futex_wake(&wake_seq);
 	for (int waited = 0; !__atomic_load_n(&done, __ATOMIC_ACQUIRE); waited += 100) {
 		if (in_signal && waited >= SIGNAL_WAIT_MS)
-			break;
+			return -1;
 		hp_futex_wait(&done, 0, 100);
 	}
 	__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
+	return 0;
 }
 
 static int lock_writer(int in_signal)
@@ -329,12 +340,9 @@ static void finish_live_thread(struct hp_thread *t)
 	size_t n = hp_buffer_snapshot_partial(t, scratch, &seq);
 	if (n)
 		encode_chunk(t, scratch, n, seq);
-	if (t->announced) {
-		char name[64];
-		live_thread_name(t, name, sizeof(name));
-		thread_record(t, name);
-	}
-	thread_lost_records(t);
+	char name[64];
+	live_thread_name(t, name, sizeof(name));
+	thread_end_records(t, name);
 }
 
 /* Losses that belong to no stream: late events, threads without a buffer. */
@@ -364,15 +372,16 @@ static void end_record(void)
 
 int hp_writer_finish(int in_signal)
 {
-	stop_writer_thread(in_signal);
 	if (lock_writer(in_signal) < 0)
 		return -1;
 	struct hp_thread *next;
 	for (struct hp_thread *t = first_thread(); t; t = next) {
 		next = t->next;
 		drain_published(t);
-		if (__atomic_load_n(&t->exited, __ATOMIC_ACQUIRE))
-			retire_if_done(t);
+		/* Nothing is freed now: a fatal signal's flush may be running on
+		 * this very thread's signal stack, inside its buffer mapping. */
+		if (all_written(t))
+			thread_end_records(t, t->name);
 		else
 			finish_live_thread(t);
 	}

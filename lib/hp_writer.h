@@ -20,8 +20,10 @@ void hp_writer_notify(void) HP_HIDDEN;
 void hp_writer_drain(struct hp_thread *t) HP_HIDDEN;
 /* Encodes every thread's published chunks and writes them out now. */
 void hp_writer_flush_all(void) HP_HIDDEN;
-/* Stops the writer thread and writes everything, then the END record.
- * In a signal handler (in_signal) it waits a bounded time for locks. */
+/* Stops the writer thread; -1 if it did not stop in time (in_signal only). */
+int hp_writer_stop(int in_signal) HP_HIDDEN;
+/* After hp_writer_stop: writes everything, then the END record. In a signal
+ * handler (in_signal) it waits a bounded time for the lock. Frees nothing. */
 int hp_writer_finish(int in_signal) HP_HIDDEN;
 /* After fork: the child has no writer thread and must not write the parent's trace. */
 void hp_writer_forget(void) HP_HIDDEN;
