@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -154,9 +155,9 @@ static void runtime_init(void)
 	if (hp_config_read(&config, getenv, err, sizeof(err)))
 		hp_warn("%s", err);
 	hp_platform_init(config.force_monotonic);
-	if (hp_buffer_init(&config) ||
-	    hp_output_create(config.output, program_invocation_short_name, getpid(), err, sizeof(err)) ||
-	    hp_writer_init(config.mode == HP_MODE_STREAM)) {
+	snprintf(err, sizeof(err), "no memory for hookprof's buffers");
+	if (hp_buffer_init(&config) || hp_writer_init() ||
+	    hp_output_create(config.output, program_invocation_short_name, getpid(), err, sizeof(err))) {
 		hp_warn("%s; this run is not traced", err);
 		__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
 		errno = saved;
@@ -168,6 +169,8 @@ static void runtime_init(void)
 	hp_writer_clock_record();
 	hp_modules_write(1);
 	hp_output_flush();
+	if (config.mode == HP_MODE_STREAM)
+		hp_writer_start();
 	install_signal_handlers();
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 	/* Release: every setting above is visible before an event sees TRACING. */

@@ -268,13 +268,16 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-int hp_writer_init(int want_thread)
+int hp_writer_init(void)
 {
 	scratch = hp_pages_alloc(HP_CHUNK_BYTES);
 	if (!scratch || hp_dict_init(&dict) < 0)
 		return -1;
-	if (!want_thread)
-		return 0;
+	return 0;
+}
+
+void hp_writer_start(void)
+{
 	pthread_t th;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -285,7 +288,6 @@ int hp_writer_init(int want_thread)
 		hp_warn("cannot start the writer thread; buffers are written by the traced threads");
 	}
 	pthread_attr_destroy(&attr);
-	return 0;
 }
 
 int hp_writer_stop(int in_signal)

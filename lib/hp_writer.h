@@ -11,8 +11,11 @@
 #include "hp_buffer.h"
 #include "hp_platform.h"
 
-/* Allocates the encoder; starts the writer thread if `threaded`. */
-int hp_writer_init(int threaded) HP_HIDDEN;
+/* Allocates the encoder; until hp_writer_start the traced threads encode. */
+int hp_writer_init(void) HP_HIDDEN;
+/* Starts the writer thread. From then on it owns the output buffer, so
+ * everything written outside writer_lock must be written before. */
+void hp_writer_start(void) HP_HIDDEN;
 int hp_writer_threaded(void) HP_HIDDEN;
 /* An owner published a chunk: wake the writer thread if it sleeps. */
 void hp_writer_notify(void) HP_HIDDEN;
