@@ -1,0 +1,278 @@
+/*
+ * check_config.c - HOOKPROF_* settings: sizes, and hp_config_read with a
+ * fake environment.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp_config.h"
+
+/* A fake environment: NULL-terminated name/value pairs. */
+static const char *const *fake_env;
+
+static char *fake_getenv(const char *name)
+{
+	for (const char *const *e = fake_env; e && e[0]; e += 2)
+		if (!strcmp(e[0], name))
+			return (char *)e[1];
+	return NULL;
+}
+
+static struct hp_config cfg;
+static char err[256];
+
+static int read_env(const char *const *env)
+{
+	fake_env = env;
+	strcpy(err, "untouched");
+	memset(&cfg, 0x5a, sizeof(cfg));
+	return hp_config_read(&cfg, fake_getenv, err, sizeof(err));
+}
+
+/* ---------------------------------------------------------------- core */
+
+START_TEST(test_parse_size_units)
+{
+	ck_assert_uint_eq(hp_config_parse_size("8M"), 8u << 20);
+	ck_assert_uint_eq(hp_config_parse_size("512K"), 512u << 10);
+	ck_assert_uint_eq(hp_config_parse_size("1G"), 1u << 30);
+	ck_assert_uint_eq(hp_config_parse_size("65536"), 65536);
+	ck_assert_uint_eq(hp_config_parse_size("8MiB"), 8u << 20);
+	ck_assert_uint_eq(hp_config_parse_size("8m"), 8u << 20);
+	ck_assert_uint_eq(hp_config_parse_size("512k"), 512u << 10);
+	ck_assert_uint_eq(hp_config_parse_size("2g"), 2ul << 30);
+	ck_assert_uint_eq(hp_config_parse_size("4KB"), 4096);
+	ck_assert_uint_eq(hp_config_parse_size("1KiB"), 1024);
+}
+END_TEST
+
+START_TEST(test_parse_size_rejects)
+{
+	ck_assert_uint_eq(hp_config_parse_size("x"), 0);
+	ck_assert_uint_eq(hp_config_parse_size(""), 0);
+	ck_assert_uint_eq(hp_config_parse_size("-1"), 0);
+	ck_assert_uint_eq(hp_config_parse_size(NULL), 0);
+	ck_assert_uint_eq(hp_config_parse_size("8X"), 0);
+	ck_assert_uint_eq(hp_config_parse_size("8 M"), 0);
+	ck_assert_uint_eq(hp_config_parse_size(" 8M"), 0);
+	ck_assert_uint_eq(hp_config_parse_size("+8M"), 0);
+	ck_assert_uint_eq(hp_config_parse_size("8MM"), 0);
+	ck_assert_uint_eq(hp_config_parse_size("8Mx"), 0);
+	ck_assert_uint_eq(hp_config_parse_size("8iB"), 0);
+	ck_assert_uint_eq(hp_config_parse_size("1.5M"), 0);
+}
+END_TEST
+
+START_TEST(test_parse_size_overflow)
+{
+	/* larger than strtoull can hold */
+	ck_assert_uint_eq(hp_config_parse_size("99999999999999999999999"), 0);
+	ck_assert_uint_eq(hp_config_parse_size("18446744073709551615"), 0);
+	/* fits in 64 bits only before the shift */
+	ck_assert_uint_eq(hp_config_parse_size("17592186044416G"), 0);
+	ck_assert_uint_eq(hp_config_parse_size("18446744073709551615K"), 0);
+	/* the largest accepted is 64G (HP_BUFFER_MAX) */
+	ck_assert_uint_eq(hp_config_parse_size("64G"), HP_BUFFER_MAX);
+	ck_assert_uint_eq(hp_config_parse_size("65536M"), HP_BUFFER_MAX);
+	ck_assert_uint_eq(hp_config_parse_size("65G"), 0);
+	ck_assert_uint_eq(hp_config_parse_size("68719476737"), 0);
+}
+END_TEST
+
+START_TEST(test_read_defaults)
+{
+	static const char *const env[] = { NULL };
+	ck_assert_int_eq(read_env(env), 0);
+	ck_assert_int_eq(cfg.mode, HP_MODE_STREAM);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
+	ck_assert_uint_eq(cfg.buffer_bytes, 8u << 20);
+	ck_assert_ptr_null(cfg.output);
+	ck_assert_int_eq(cfg.force_monotonic, 0);
+	ck_assert_str_eq(err, "untouched");
+}
+END_TEST
+
+START_TEST(test_read_all_set)
+{
+	static const char *const env[] = { "HOOKPROF_MODE", "ring",
+					   "HOOKPROF_BUFFER", "512K",
+					   "HOOKPROF_OUTPUT", "/tmp/x-%p.hookprof",
+					   "HOOKPROF_CLOCK", "monotonic",
+					   NULL };
+	ck_assert_int_eq(read_env(env), 0);
+	ck_assert_int_eq(cfg.mode, HP_MODE_RING);
+	ck_assert_uint_eq(cfg.buffer_bytes, 512u << 10);
+	ck_assert_str_eq(cfg.output, "/tmp/x-%p.hookprof");
+	ck_assert_int_eq(cfg.force_monotonic, 1);
+}
+END_TEST
+
+START_TEST(test_read_mode_ring)
+{
+	static const char *const env[] = { "HOOKPROF_MODE", "ring", NULL };
+	ck_assert_int_eq(read_env(env), 0);
+	ck_assert_int_eq(cfg.mode, HP_MODE_RING);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
+}
+END_TEST
+
+START_TEST(test_read_mode_stream)
+{
+	static const char *const env[] = { "HOOKPROF_MODE", "stream", NULL };
+	ck_assert_int_eq(read_env(env), 0);
+	ck_assert_int_eq(cfg.mode, HP_MODE_STREAM);
+}
+END_TEST
+
+START_TEST(test_read_bad_mode)
+{
+	static const char *const env[] = { "HOOKPROF_MODE", "fast", NULL };
+	ck_assert_int_eq(read_env(env), -1);
+	ck_assert_int_eq(cfg.mode, HP_MODE_STREAM);
+	ck_assert_str_eq(err, "HOOKPROF_MODE='fast' is not 'stream' or 'ring'; using stream");
+	ck_assert_ptr_null(strchr(err, '\n'));
+	/* the other settings are still read */
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
+}
+END_TEST
+
+START_TEST(test_read_buffer_too_small)
+{
+	static const char *const env[] = { "HOOKPROF_BUFFER", "64K", "HOOKPROF_MODE", "ring", NULL };
+	ck_assert_int_eq(read_env(env), -1);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
+	ck_assert_str_eq(err, "HOOKPROF_BUFFER='64K' is not a size of at least 128K; using 8M");
+	ck_assert_int_eq(cfg.mode, HP_MODE_RING);
+}
+END_TEST
+
+START_TEST(test_read_buffer_minimum)
+{
+	static const char *const env[] = { "HOOKPROF_BUFFER", "128K", NULL };
+	ck_assert_int_eq(read_env(env), 0);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_MIN);
+}
+END_TEST
+
+START_TEST(test_read_clock_monotonic)
+{
+	static const char *const env[] = { "HOOKPROF_CLOCK", "monotonic", NULL };
+	ck_assert_int_eq(read_env(env), 0);
+	ck_assert_int_eq(cfg.force_monotonic, 1);
+	static const char *const tsc[] = { "HOOKPROF_CLOCK", "tsc", NULL };
+	ck_assert_int_eq(read_env(tsc), 0);
+	ck_assert_int_eq(cfg.force_monotonic, 0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- limits */
+
+START_TEST(test_read_empty_values)
+{
+	static const char *const env[] = { "HOOKPROF_MODE", "", "HOOKPROF_BUFFER", "",
+					   "HOOKPROF_OUTPUT", "", "HOOKPROF_CLOCK", "", NULL };
+	ck_assert_int_eq(read_env(env), 0);
+	ck_assert_int_eq(cfg.mode, HP_MODE_STREAM);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
+	ck_assert_ptr_null(cfg.output);
+	ck_assert_int_eq(cfg.force_monotonic, 0);
+}
+END_TEST
+
+START_TEST(test_read_bad_clock)
+{
+	static const char *const env[] = { "HOOKPROF_CLOCK", "hpet", NULL };
+	ck_assert_int_eq(read_env(env), -1);
+	ck_assert_int_eq(cfg.force_monotonic, 0);
+	ck_assert_str_eq(err, "HOOKPROF_CLOCK='hpet' is not 'tsc' or 'monotonic'; using tsc");
+}
+END_TEST
+
+START_TEST(test_read_buffer_not_a_size)
+{
+	static const char *const bad[][3] = { { "HOOKPROF_BUFFER", "lots", NULL },
+					      { "HOOKPROF_BUFFER", "-8M", NULL },
+					      { "HOOKPROF_BUFFER", "65G", NULL },
+					      { "HOOKPROF_BUFFER", "0", NULL } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(read_env(bad[i]), -1);
+		ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
+		ck_assert_ptr_nonnull(strstr(err, "HOOKPROF_BUFFER='"));
+	}
+	static const char *const big[] = { "HOOKPROF_BUFFER", "64G", NULL };
+	ck_assert_int_eq(read_env(big), 0);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_MAX);
+}
+END_TEST
+
+START_TEST(test_read_case_sensitive_mode)
+{
+	static const char *const env[] = { "HOOKPROF_MODE", "RING", NULL };
+	ck_assert_int_eq(read_env(env), -1);
+	ck_assert_int_eq(cfg.mode, HP_MODE_STREAM);
+}
+END_TEST
+
+START_TEST(test_read_several_errors)
+{
+	/* each bad variable falls back alone; the good one still applies */
+	static const char *const env[] = { "HOOKPROF_MODE", "x", "HOOKPROF_BUFFER", "1",
+					   "HOOKPROF_CLOCK", "monotonic", NULL };
+	ck_assert_int_eq(read_env(env), -1);
+	ck_assert_int_eq(cfg.mode, HP_MODE_STREAM);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
+	ck_assert_int_eq(cfg.force_monotonic, 1);
+	ck_assert_ptr_nonnull(strstr(err, "HOOKPROF_"));
+	ck_assert_ptr_null(strchr(err, '\n'));
+}
+END_TEST
+
+START_TEST(test_read_small_err_buffer)
+{
+	static const char *const env[] = { "HOOKPROF_MODE", "a-very-long-and-wrong-mode-name", NULL };
+	char small[8];
+	memset(small, 'z', sizeof(small));
+	fake_env = env;
+	ck_assert_int_eq(hp_config_read(&cfg, fake_getenv, small, sizeof(small)), -1);
+	ck_assert_str_eq(small, "HOOKPRO");
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *core = tcase_create("core");
+	tcase_add_test(core, test_parse_size_units);
+	tcase_add_test(core, test_parse_size_rejects);
+	tcase_add_test(core, test_parse_size_overflow);
+	tcase_add_test(core, test_read_defaults);
+	tcase_add_test(core, test_read_all_set);
+	tcase_add_test(core, test_read_mode_ring);
+	tcase_add_test(core, test_read_mode_stream);
+	tcase_add_test(core, test_read_bad_mode);
+	tcase_add_test(core, test_read_buffer_too_small);
+	tcase_add_test(core, test_read_buffer_minimum);
+	tcase_add_test(core, test_read_clock_monotonic);
+	suite_add_tcase(s, core);
+	TCase *limits = tcase_create("limits");
+	tcase_add_test(limits, test_read_empty_values);
+	tcase_add_test(limits, test_read_bad_clock);
+	tcase_add_test(limits, test_read_buffer_not_a_size);
+	tcase_add_test(limits, test_read_case_sensitive_mode);
+	tcase_add_test(limits, test_read_several_errors);
+	tcase_add_test(limits, test_read_small_err_buffer);
+	suite_add_tcase(s, limits);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(config_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,781 @@
+/*
+ * check_encode.c - the event stream: lib's hp_encode against symbolize's
+ * hp_decode, with exact byte encodings where the format fixes them
+ * (docs/format.md, "The event stream"), and the decoder's rejection of
+ * corrupt input.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp_encode.h"
+#include "hp_format.h"
+
+#include "../symbolize/hp_decode.h"
+
+#define EN(a, t) { (uint64_t)(a), (uint64_t)(t) }
+#define EX(a, t) { (uint64_t)(a) | HP_RAW_EXIT, (uint64_t)(t) }
+#define NRAW(ev) (sizeof(ev) / sizeof((ev)[0]))
+
+#define GUARD 64
+#define GUARD_BYTE 0xa5
+
+/* One writer (dictionary + one stream) and one reader, shared by a test. */
+static struct hp_dict dict;
+static struct hp_enc_stream enc;
+static struct hp_funcs funcs;
+static struct hp_dec_stream dec;
+static struct hp_evbuf evb;
+static uint8_t *buf;
+static char err[256];
+
+static void setup(void)
+{
+	ck_assert_int_eq(hp_dict_init(&dict), 0);
+	memset(&enc, 0, sizeof(enc));
+	memset(&funcs, 0, sizeof(funcs));
+	memset(&dec, 0, sizeof(dec));
+	memset(&evb, 0, sizeof(evb));
+	buf = NULL;
+	err[0] = 0;
+}
+
+static void teardown(void)
+{
+	hp_dict_free(&dict);
+	hp_enc_stream_free(&enc);
+	hp_funcs_free(&funcs);
+	hp_dec_stream_free(&dec);
+	hp_evbuf_free(&evb);
+	free(buf);
+	buf = NULL;
+}
+
+/* Encodes ev into buf (replaced), checks hp_encode_bound and the guard. */
+static size_t encode_with(struct hp_enc_stream *s, const struct hp_raw *ev, size_t n)
+{
+	size_t bound = hp_encode_bound(n);
+	free(buf);
+	buf = malloc(bound + GUARD);
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, GUARD_BYTE, bound + GUARD);
+	ssize_t len = hp_encode(&dict, s, ev, n, buf);
+	ck_assert_int_ge(len, 0);
+	ck_assert_uint_le((size_t)len, bound);
+	for (size_t i = bound; i < bound + GUARD; i++)
+		ck_assert_uint_eq(buf[i], GUARD_BYTE);
+	return (size_t)len;
+}
+
+static size_t encode(const struct hp_raw *ev, size_t n)
+{
+	return encode_with(&enc, ev, n);
+}
+
+static void assert_bytes(const uint8_t *got, size_t got_len, const uint8_t *want, size_t want_len)
+{
+	ck_assert_uint_eq(got_len, want_len);
+	for (size_t i = 0; i < want_len; i++)
+		ck_assert_msg(got[i] == want[i], "byte %zu: got 0x%02x, want 0x%02x", i, got[i],
+			      want[i]);
+}
+
+static long decode_with(struct hp_dec_stream *s, const uint8_t *p, size_t len)
+{
+	err[0] = 0;
+	long n = hp_decode(&funcs, s, p, len, &evb, err, sizeof(err));
+	ck_assert_msg(n >= 0, "decode failed: %s", err);
+	return n;
+}
+
+static long decode(const uint8_t *p, size_t len)
+{
+	return decode_with(&dec, p, len);
+}
+
+static void assert_ev(size_t i, uint32_t kind, uint64_t addr, uint64_t tick)
+{
+	ck_assert_uint_lt(i, evb.n);
+	const struct hp_ev *e = &evb.ev[i];
+	ck_assert_uint_eq(e->kind, kind);
+	ck_assert_uint_eq(e->tick, tick);
+	if (kind != HP_EV_RESET) {
+		ck_assert_uint_lt(e->func, funcs.n);
+		ck_assert_uint_eq(funcs.addr[e->func], addr);
+	}
+}
+
+static long decode_bad(const uint8_t *p, size_t len)
+{
+	strcpy(err, "untouched");
+	return hp_decode(&funcs, &dec, p, len, &evb, err, sizeof(err));
+}
+
+/* ---------------------------------------------------------------- core */
+
+START_TEST(test_short_forms_bytes)
+{
+	static const struct hp_raw ev[] = { EN(0x1000, 5), EX(0x1000, 8) };
+	static const uint8_t want[] = { 0x43, 0x80, 0x20, 0x00, 0x05, 0x83 };
+	size_t len = encode(ev, NRAW(ev));
+	assert_bytes(buf, len, want, sizeof(want));
+	ck_assert_int_eq(decode(buf, len), 2);
+	ck_assert_uint_eq(funcs.n, 1);
+	ck_assert_uint_eq(funcs.addr[0], 0x1000);
+	ck_assert_uint_eq(evb.n, 2);
+	assert_ev(0, HP_EV_ENTER, 0x1000, 5);
+	assert_ev(1, HP_EV_EXIT, 0x1000, 8);
+	ck_assert_uint_eq(dec.depth, 0);
+	ck_assert_uint_eq(enc.depth, 0);
+}
+END_TEST
+
+START_TEST(test_nested_bytes)
+{
+	static const struct hp_raw ev[] = { EN(0x1000, 5), EN(0x2000, 7), EX(0x2000, 10),
+					    EX(0x1000, 12) };
+	static const uint8_t want[] = { 0x43, 0x80, 0x20, 0x00, 0x05, 0x43, 0x80, 0x40,
+					0x01, 0x02, 0x83, 0x82 };
+	size_t len = encode(ev, NRAW(ev));
+	assert_bytes(buf, len, want, sizeof(want));
+	ck_assert_int_eq(decode(buf, len), 4);
+	ck_assert_uint_eq(evb.n, 4);
+	assert_ev(0, HP_EV_ENTER, 0x1000, 5);
+	assert_ev(1, HP_EV_ENTER, 0x2000, 7);
+	assert_ev(2, HP_EV_EXIT, 0x2000, 10);
+	assert_ev(3, HP_EV_EXIT, 0x1000, 12);
+}
+END_TEST
+
+START_TEST(test_long_deltas)
+{
+	/* enter +127 short, enter +128 two-byte varint, exit +127 short,
+	 * exit +128 long (0x40, zigzag 256), enter +200, exit +300 */
+	static const struct hp_raw ev[] = { EN(0x10, 127), EN(0x20, 255), EX(0x20, 382),
+					    EX(0x10, 510), EN(0x10, 710), EX(0x10, 1010) };
+	static const uint8_t want[] = {
+		0x43, 0x10, 0x00, 0x7f,       /* a, +127 */
+		0x43, 0x20, 0x01, 0x80, 0x01, /* b, +128 */
+		0xff,                         /* exit b +127 */
+		0x40, 0x80, 0x02,             /* exit a +128 */
+		0x00, 0xc8, 0x01,             /* a +200 */
+		0x40, 0xd8, 0x04,             /* exit a +300 */
+	};
+	size_t len = encode(ev, NRAW(ev));
+	assert_bytes(buf, len, want, sizeof(want));
+	ck_assert_int_eq(decode(buf, len), 6);
+	assert_ev(0, HP_EV_ENTER, 0x10, 127);
+	assert_ev(1, HP_EV_ENTER, 0x20, 255);
+	assert_ev(2, HP_EV_EXIT, 0x20, 382);
+	assert_ev(3, HP_EV_EXIT, 0x10, 510);
+	assert_ev(4, HP_EV_ENTER, 0x10, 710);
+	assert_ev(5, HP_EV_EXIT, 0x10, 1010);
+}
+END_TEST
+
+START_TEST(test_huge_deltas)
+{
+	const uint64_t big = 1ull << 62;
+	const struct hp_raw ev[] = { EN(0x10, big), EX(0x10, big + big / 2), EN(0x10, 3),
+				     EX(0x10, UINT64_MAX) };
+	size_t len = encode(ev, NRAW(ev));
+	ck_assert_int_eq(decode(buf, len), 4);
+	assert_ev(0, HP_EV_ENTER, 0x10, big);
+	assert_ev(1, HP_EV_EXIT, 0x10, big + big / 2);
+	assert_ev(2, HP_EV_ENTER, 0x10, 3);
+	assert_ev(3, HP_EV_EXIT, 0x10, UINT64_MAX);
+}
+END_TEST
+
+START_TEST(test_negative_deltas)
+{
+	static const struct hp_raw ev[] = { EN(0x1000, 100), EN(0x2000, 90), EX(0x2000, 85),
+					    EX(0x1000, 80) };
+	static const uint8_t want[] = {
+		0x43, 0x80, 0x20, 0x00, 0x64,       /* a @100 */
+		0x43, 0x80, 0x40, 0x42, 0x01, 0x13, /* b, -10: 0x42 idx zigzag */
+		0x40, 0x09,                         /* exit top, -5 */
+		0x40, 0x09,                         /* exit top, -5 */
+	};
+	size_t len = encode(ev, NRAW(ev));
+	assert_bytes(buf, len, want, sizeof(want));
+	ck_assert_int_eq(decode(buf, len), 4);
+	assert_ev(0, HP_EV_ENTER, 0x1000, 100);
+	assert_ev(1, HP_EV_ENTER, 0x2000, 90);
+	assert_ev(2, HP_EV_EXIT, 0x2000, 85);
+	assert_ev(3, HP_EV_EXIT, 0x1000, 80);
+}
+END_TEST
+
+START_TEST(test_negative_delta_exit_other)
+{
+	/* exit of a (not top) going back 60 ticks: 0x41 0 zigzag(-60)=119 */
+	static const struct hp_raw ev[] = { EN(0x1000, 100), EN(0x2000, 110), EX(0x1000, 50) };
+	size_t len = encode(ev, NRAW(ev));
+	static const uint8_t tail[] = { 0x41, 0x00, 0x77 };
+	ck_assert_uint_ge(len, 3);
+	assert_bytes(buf + len - 3, 3, tail, 3);
+	ck_assert_int_eq(decode(buf, len), 3);
+	ck_assert_uint_eq(evb.n, 4);
+	assert_ev(2, HP_EV_EXIT, 0x2000, 50);
+	assert_ev(3, HP_EV_EXIT, 0x1000, 50);
+}
+END_TEST
+
+/* Defines n functions 0x100000 + 16 i (index i) with one call each. */
+static void define_functions(int n, uint64_t *tick)
+{
+	struct hp_raw *ev = calloc(2 * (size_t)n, sizeof(*ev));
+	for (int i = 0; i < n; i++) {
+		ev[2 * i] = (struct hp_raw)EN(0x100000 + 16 * (uint64_t)i, ++*tick);
+		ev[2 * i + 1] = (struct hp_raw)EX(0x100000 + 16 * (uint64_t)i, ++*tick);
+	}
+	size_t len = encode(ev, 2 * (size_t)n);
+	ck_assert_int_eq(decode(buf, len), 2 * n);
+	ck_assert_uint_eq(funcs.n, (uint32_t)n);
+	free(ev);
+}
+
+START_TEST(test_index_escape)
+{
+	uint64_t t = 0;
+	define_functions(300, &t);
+	const struct hp_raw ev[] = {
+		EN(0x100000 + 16 * 62, t + 1),  /* short: 3e 01 */
+		EN(0x100000 + 16 * 63, t + 2),  /* escape: 3f 3f 01 */
+		EN(0x100000 + 16 * 64, t + 3),  /* 3f 40 01 */
+		EN(0x100000 + 16 * 200, t + 4), /* 3f c8 01 01 */
+		EX(0x100000 + 16 * 200, t + 5), EX(0x100000 + 16 * 64, t + 6),
+		EX(0x100000 + 16 * 63, t + 7),  EX(0x100000 + 16 * 62, t + 8),
+	};
+	static const uint8_t want[] = { 0x3e, 0x01, 0x3f, 0x3f, 0x01, 0x3f, 0x40, 0x01,
+					0x3f, 0xc8, 0x01, 0x01, 0x81, 0x81, 0x81, 0x81 };
+	size_t len = encode(ev, NRAW(ev));
+	assert_bytes(buf, len, want, sizeof(want));
+	ck_assert_int_eq(decode(buf, len), 8);
+	assert_ev(0, HP_EV_ENTER, 0x100000 + 16 * 62, t + 1);
+	assert_ev(1, HP_EV_ENTER, 0x100000 + 16 * 63, t + 2);
+	assert_ev(2, HP_EV_ENTER, 0x100000 + 16 * 64, t + 3);
+	assert_ev(3, HP_EV_ENTER, 0x100000 + 16 * 200, t + 4);
+	assert_ev(4, HP_EV_EXIT, 0x100000 + 16 * 200, t + 5);
+	assert_ev(7, HP_EV_EXIT, 0x100000 + 16 * 62, t + 8);
+}
+END_TEST
+
+START_TEST(test_exit_not_top)
+{
+	static const struct hp_raw ev[] = { EN(0xa0, 1), EN(0xb0, 2), EN(0xc0, 3), EX(0xa0, 10) };
+	size_t len = encode(ev, NRAW(ev));
+	static const uint8_t tail[] = { 0x41, 0x00, 0x0e }; /* exit fn 0, +7 */
+	assert_bytes(buf + len - 3, 3, tail, 3);
+	ck_assert_uint_eq(enc.depth, 0);
+	/* 4 events written (3 enters, 1 exit); 6 after normalising */
+	ck_assert_int_eq(decode(buf, len), 4);
+	ck_assert_uint_eq(evb.n, 6);
+	assert_ev(3, HP_EV_EXIT, 0xc0, 10);
+	assert_ev(4, HP_EV_EXIT, 0xb0, 10);
+	assert_ev(5, HP_EV_EXIT, 0xa0, 10);
+	ck_assert_uint_eq(dec.depth, 0);
+	ck_assert_uint_eq(dec.orphan_exits, 0);
+}
+END_TEST
+
+START_TEST(test_exit_not_top_newest_frame)
+{
+	/* a b c b c, exit b: only the newest b and the c above it close */
+	static const struct hp_raw ev[] = { EN(0xa0, 1), EN(0xb0, 2), EN(0xc0, 3), EN(0xb0, 4),
+					    EN(0xc0, 5), EX(0xb0, 6), EX(0xc0, 7) };
+	size_t len = encode(ev, NRAW(ev));
+	ck_assert_uint_eq(enc.depth, 2);
+	ck_assert_int_eq(decode(buf, len), 7);
+	ck_assert_uint_eq(evb.n, 8);
+	assert_ev(5, HP_EV_EXIT, 0xc0, 6);
+	assert_ev(6, HP_EV_EXIT, 0xb0, 6);
+	assert_ev(7, HP_EV_EXIT, 0xc0, 7);
+	ck_assert_uint_eq(dec.depth, 2);
+	ck_assert_uint_eq(funcs.addr[dec.stack[0]], 0xa0);
+	ck_assert_uint_eq(funcs.addr[dec.stack[1]], 0xb0);
+}
+END_TEST
+
+START_TEST(test_orphan_exit)
+{
+	static const struct hp_raw ev[] = { EX(0x5000, 40) };
+	static const uint8_t want[] = { 0x43, 0x80, 0xa0, 0x01, 0x41, 0x00, 0x50 };
+	size_t len = encode(ev, NRAW(ev));
+	assert_bytes(buf, len, want, sizeof(want));
+	ck_assert_int_eq(decode(buf, len), 1);
+	ck_assert_uint_eq(evb.n, 0);
+	ck_assert_uint_eq(dec.orphan_exits, 1);
+	ck_assert_uint_eq(dec.tick, 40);
+}
+END_TEST
+
+START_TEST(test_orphan_exit_keeps_stack)
+{
+	/* a open, exit of x (never entered), exit a, exit a again (orphan) */
+	static const struct hp_raw ev[] = { EN(0xa0, 1), EX(0xf0, 2), EX(0xa0, 3), EX(0xa0, 9),
+					    EN(0xa0, 10) };
+	size_t len = encode(ev, NRAW(ev));
+	ck_assert_int_eq(decode(buf, len), 5);
+	ck_assert_uint_eq(evb.n, 3);
+	assert_ev(0, HP_EV_ENTER, 0xa0, 1);
+	assert_ev(1, HP_EV_EXIT, 0xa0, 3);
+	assert_ev(2, HP_EV_ENTER, 0xa0, 10);
+	ck_assert_uint_eq(dec.orphan_exits, 2);
+	ck_assert_uint_eq(dec.depth, 1);
+	ck_assert_uint_eq(enc.depth, 1);
+}
+END_TEST
+
+START_TEST(test_reset)
+{
+	static const struct hp_raw r1[] = { EN(0xa0, 100), EN(0xb0, 150) };
+	static const struct hp_raw r2[] = { EX(0xb0, 1000), EN(0xc0, 1005), EX(0xc0, 1010) };
+	uint8_t stream[256];
+	size_t n = encode(r1, NRAW(r1));
+	memcpy(stream, buf, n);
+	uint8_t rb[4] = { 0 };
+	ck_assert_uint_eq(hp_encode_reset(&enc, rb), 1);
+	ck_assert_uint_eq(rb[0], 0x44);
+	ck_assert_uint_eq(enc.depth, 0);
+	ck_assert_uint_eq(enc.last_tick, 0);
+	stream[n++] = rb[0];
+	size_t len2 = encode(r2, NRAW(r2));
+	/* b is not open any more: 0x41 1 zigzag(1000); then c from tick 1000 */
+	static const uint8_t want2[] = { 0x41, 0x01, 0xd0, 0x0f, 0x43, 0xc0, 0x01, 0x02, 0x05, 0x85 };
+	assert_bytes(buf, len2, want2, sizeof(want2));
+	memcpy(stream + n, buf, len2);
+	n += len2;
+	ck_assert_int_eq(decode(stream, n), 5);
+	ck_assert_uint_eq(evb.n, 5);
+	assert_ev(0, HP_EV_ENTER, 0xa0, 100);
+	assert_ev(1, HP_EV_ENTER, 0xb0, 150);
+	assert_ev(2, HP_EV_RESET, 0, 0);
+	assert_ev(3, HP_EV_ENTER, 0xc0, 1005);
+	assert_ev(4, HP_EV_EXIT, 0xc0, 1010);
+	ck_assert_uint_eq(dec.orphan_exits, 1);
+	ck_assert_uint_eq(dec.depth, 0);
+}
+END_TEST
+
+START_TEST(test_state_across_records)
+{
+	static const struct hp_raw r1[] = { EN(0xa0, 10), EN(0xb0, 20) };
+	static const struct hp_raw r2[] = { EX(0xb0, 25), EX(0xa0, 40) };
+	size_t len = encode(r1, NRAW(r1));
+	ck_assert_int_eq(decode(buf, len), 2);
+	len = encode(r2, NRAW(r2));
+	static const uint8_t want[] = { 0x85, 0x8f };
+	assert_bytes(buf, len, want, sizeof(want));
+	ck_assert_int_eq(decode(buf, len), 2);
+	ck_assert_uint_eq(evb.n, 2);
+	assert_ev(0, HP_EV_EXIT, 0xb0, 25);
+	assert_ev(1, HP_EV_EXIT, 0xa0, 40);
+}
+END_TEST
+
+START_TEST(test_two_streams_one_dictionary)
+{
+	struct hp_enc_stream enc_b = { 0 };
+	struct hp_dec_stream dec_b = { 0 };
+	static const struct hp_raw a1[] = { EN(0xa0, 10), EX(0xa0, 20) };
+	static const struct hp_raw b1[] = { EN(0xa0, 1000), EN(0xb0, 1001), EX(0xb0, 1002),
+					    EX(0xa0, 1003) };
+	static const struct hp_raw a2[] = { EN(0xb0, 30), EX(0xb0, 31) };
+	static const uint8_t want_a1[] = { 0x43, 0xa0, 0x01, 0x00, 0x0a, 0x8a };
+	static const uint8_t want_b1[] = { 0x00, 0xe8, 0x07, 0x43, 0xb0, 0x01, 0x01, 0x01, 0x81, 0x81 };
+	static const uint8_t want_a2[] = { 0x01, 0x0a, 0x81 };
+
+	size_t len = encode_with(&enc, a1, NRAW(a1));
+	assert_bytes(buf, len, want_a1, sizeof(want_a1));
+	ck_assert_int_eq(decode_with(&dec, buf, len), 2);
+
+	len = encode_with(&enc_b, b1, NRAW(b1));
+	assert_bytes(buf, len, want_b1, sizeof(want_b1));
+	ck_assert_int_eq(decode_with(&dec_b, buf, len), 4);
+	assert_ev(0, HP_EV_ENTER, 0xa0, 1000);
+	assert_ev(1, HP_EV_ENTER, 0xb0, 1001);
+	assert_ev(3, HP_EV_EXIT, 0xa0, 1003);
+
+	len = encode_with(&enc, a2, NRAW(a2));
+	assert_bytes(buf, len, want_a2, sizeof(want_a2));
+	ck_assert_int_eq(decode_with(&dec, buf, len), 2);
+	assert_ev(0, HP_EV_ENTER, 0xb0, 30);
+	assert_ev(1, HP_EV_EXIT, 0xb0, 31);
+	ck_assert_uint_eq(funcs.n, 2);
+	hp_enc_stream_free(&enc_b);
+	hp_dec_stream_free(&dec_b);
+}
+END_TEST
+
+START_TEST(test_count_equals_raw_events)
+{
+	/* Mixed forms: recursion, unwinding, orphans; returned count is n. */
+	static const struct hp_raw ev[] = { EN(0xa0, 1),   EN(0xa0, 2),   EN(0xa0, 3),
+					    EN(0xb0, 4),   EN(0xc0, 5),   EX(0xa0, 6),
+					    EX(0xd0, 7),   EX(0xa0, 8),   EX(0xa0, 9),
+					    EX(0xa0, 10),  EN(0xb0, 2000), EX(0xb0, 1) };
+	size_t len = encode(ev, NRAW(ev));
+	ck_assert_int_eq(decode(buf, len), (long)NRAW(ev));
+	/* enters 6, exits: c b a (unwind) + a + a + b = 6, orphans: d and the
+	 * last exit of a */
+	ck_assert_uint_eq(evb.n, 12);
+	ck_assert_uint_eq(dec.orphan_exits, 2);
+	ck_assert_uint_eq(dec.depth, 0);
+	assert_ev(11, HP_EV_EXIT, 0xb0, 1);
+}
+END_TEST
+
+START_TEST(test_corrupt_inputs)
+{
+	/* define a function so that index 0 exists */
+	static const uint8_t def[] = { 0x43, 0x10 };
+	ck_assert_int_eq(decode(def, sizeof(def)), 0);
+	ck_assert_uint_eq(funcs.n, 1);
+
+	static const uint8_t trunc_define[] = { 0x43, 0x80 };
+	ck_assert_int_eq(decode_bad(trunc_define, sizeof(trunc_define)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "corrupt event data"));
+	ck_assert_ptr_nonnull(strstr(err, "truncated"));
+
+	static const uint8_t trunc_enter[] = { 0x00, 0x85 };
+	ck_assert_int_eq(decode_bad(trunc_enter, sizeof(trunc_enter)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "truncated enter"));
+
+	static const uint8_t trunc_enter_nodelta[] = { 0x00 };
+	ck_assert_int_eq(decode_bad(trunc_enter_nodelta, 1), -1);
+	ck_assert_ptr_nonnull(strstr(err, "truncated enter"));
+
+	static const uint8_t undefined[] = { 0x05, 0x01 };
+	ck_assert_int_eq(decode_bad(undefined, sizeof(undefined)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "undefined function"));
+
+	static const uint8_t undefined_escaped[] = { 0x3f, 0xe8, 0x07, 0x01 };
+	ck_assert_int_eq(decode_bad(undefined_escaped, sizeof(undefined_escaped)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "undefined function"));
+
+	static const uint8_t undefined_exit[] = { 0x41, 0x07, 0x00 };
+	ck_assert_int_eq(decode_bad(undefined_exit, sizeof(undefined_exit)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "undefined function"));
+
+	static const uint8_t empty_exit[] = { 0x83 };
+	ck_assert_int_eq(decode_bad(empty_exit, 1), -1);
+	ck_assert_str_eq(err, "corrupt event data (exit with no open frame at byte 1 of a record)");
+
+	static const uint8_t empty_exit_long[] = { 0x40, 0x02 };
+	ck_assert_int_eq(decode_bad(empty_exit_long, 2), -1);
+	ck_assert_ptr_nonnull(strstr(err, "exit with no open frame"));
+
+	static const uint8_t unknown[] = { 0x45 };
+	ck_assert_int_eq(decode_bad(unknown, 1), -1);
+	ck_assert_str_eq(err, "corrupt event data (unknown event code at byte 1 of a record)");
+}
+END_TEST
+
+/* ---------------------------------------------------------------- limits */
+
+START_TEST(test_every_unknown_op)
+{
+	for (unsigned op = 0x45; op < 0x80; op++) {
+		uint8_t b[3] = { (uint8_t)op, 0x01, 0x01 };
+		ck_assert_msg(decode_bad(b, sizeof(b)) == -1, "op 0x%02x accepted", op);
+		ck_assert_ptr_nonnull(strstr(err, "unknown event code"));
+	}
+}
+END_TEST
+
+START_TEST(test_overlong_varint)
+{
+	uint8_t b[13] = { 0x43 };
+	memset(b + 1, 0x80, 11);
+	b[12] = 0x01;
+	ck_assert_int_eq(decode_bad(b, sizeof(b)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "truncated function definition"));
+	ck_assert_uint_eq(funcs.n, 0);
+	/* ten bytes are allowed */
+	uint8_t ok[11] = { 0x43 };
+	memset(ok + 1, 0xff, 8);
+	ok[9] = 0xff;
+	ok[10] = 0x00;
+	ck_assert_int_eq(decode(ok, sizeof(ok)), 0);
+	ck_assert_uint_eq(funcs.n, 1);
+}
+END_TEST
+
+START_TEST(test_empty_input)
+{
+	ck_assert_int_eq(decode(NULL, 0), 0);
+	ck_assert_uint_eq(evb.n, 0);
+	ck_assert_uint_eq(hp_encode_bound(0), 1);
+	ck_assert_uint_eq(encode(NULL, 0), 0);
+}
+END_TEST
+
+START_TEST(test_bound_worst_enters)
+{
+	/* every event a new function at a 9-byte address, tick swinging by 2^62 and back:
+	 * DEFINE + 0x42 with a large index and a 10-byte svarint */
+	enum { N = 6000 };
+	struct hp_raw *ev = calloc(N, sizeof(*ev));
+	for (size_t i = 0; i < N; i++) {
+		ev[i].addr = ((1ull << 63) - 1) - i * 16;
+		ev[i].tick = (i & 1) ? 0 : UINT64_MAX >> 1;
+	}
+	size_t len = encode(ev, N);
+	ck_assert_uint_eq(dict.count, N);
+	ck_assert_int_eq(decode(buf, len), N);
+	ck_assert_uint_eq(evb.n, N);
+	for (size_t i = 0; i < N; i++) {
+		ck_assert_uint_eq(evb.ev[i].kind, HP_EV_ENTER);
+		ck_assert_uint_eq(evb.ev[i].tick, ev[i].tick);
+		ck_assert_uint_eq(funcs.addr[evb.ev[i].func], ev[i].addr);
+	}
+	free(ev);
+}
+END_TEST
+
+START_TEST(test_bound_worst_exits)
+{
+	/* every event an exit of a never-seen function: DEFINE + 0x41 */
+	enum { N = 6000 };
+	struct hp_raw *ev = calloc(N, sizeof(*ev));
+	for (size_t i = 0; i < N; i++) {
+		ev[i].addr = (((1ull << 63) - 1) - i * 16) | HP_RAW_EXIT;
+		ev[i].tick = (i & 1) ? 0 : UINT64_MAX >> 1;
+	}
+	size_t len = encode(ev, N);
+	ck_assert_int_eq(decode(buf, len), N);
+	ck_assert_uint_eq(evb.n, 0);
+	ck_assert_uint_eq(dec.orphan_exits, N);
+	ck_assert_uint_eq(dec.tick, ev[N - 1].tick);
+	free(ev);
+}
+END_TEST
+
+START_TEST(test_bound_single_events)
+{
+	/* one event per call, each the largest form it can take */
+	uint64_t tick = 1ull << 63;
+	for (int i = 0; i < 3000; i++) {
+		struct hp_raw ev = { ((1ull << 63) - 1) - (uint64_t)i * 32, tick };
+		if (i % 3 == 2)
+			ev.addr |= HP_RAW_EXIT;
+		encode(&ev, 1);
+		tick = tick ? 0 : 1ull << 63;
+	}
+}
+END_TEST
+
+START_TEST(test_deep_stack)
+{
+	enum { DEPTH = 100000 };
+	struct hp_raw *ev = calloc(2 * DEPTH, sizeof(*ev));
+	for (size_t i = 0; i < DEPTH; i++) {
+		ev[i] = (struct hp_raw)EN(0x1000 + (i % 7) * 16, i + 1);
+		ev[2 * DEPTH - 1 - i] = (struct hp_raw)EX(0x1000 + (i % 7) * 16, 2 * DEPTH - i);
+	}
+	size_t len = encode(ev, 2 * DEPTH);
+	ck_assert_uint_eq(enc.depth, 0);
+	ck_assert_int_eq(decode(buf, len), 2 * DEPTH);
+	ck_assert_uint_eq(evb.n, 2 * DEPTH);
+	for (size_t i = 0; i < 2 * DEPTH; i++) {
+		ck_assert_uint_eq(evb.ev[i].tick, i + 1);
+		ck_assert_uint_eq(funcs.addr[evb.ev[i].func], ev[i].addr & ~HP_RAW_EXIT);
+	}
+	ck_assert_uint_eq(dec.depth, 0);
+	free(ev);
+}
+END_TEST
+
+START_TEST(test_null_address)
+{
+	/* A hook called with fn == NULL must still give a readable stream. */
+	static const struct hp_raw ev[] = { EN(0, 5), EX(0, 8) };
+	size_t len = encode(ev, NRAW(ev));
+	long n = hp_decode(&funcs, &dec, buf, len, &evb, err, sizeof(err));
+	ck_assert_msg(n == 2, "address 0 does not round trip: %s", n < 0 ? err : "wrong count");
+	assert_ev(0, HP_EV_ENTER, 0, 5);
+	assert_ev(1, HP_EV_EXIT, 0, 8);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- random */
+
+struct want_ev {
+	uint64_t tick;
+	uint64_t addr;
+	uint32_t kind;
+};
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+	/* xorshift64*: fixed seed, same sequence everywhere */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 2685821657736338717ull;
+}
+
+START_TEST(test_random_round_trip)
+{
+	enum { N = 100000, NF = 300, MAXDEPTH = 4096 };
+	rng_state = 0x9e3779b97f4a7c15ull;
+	uint64_t fn[NF];
+	for (int i = 0; i < NF; i++)
+		fn[i] = 0x400000 + (rnd() % 0x100000) * 64 + (uint64_t)i; /* distinct */
+	struct hp_raw *raw = calloc(N, sizeof(*raw));
+	struct want_ev *want = calloc(3 * N, sizeof(*want));
+	uint64_t *stack = calloc(MAXDEPTH, sizeof(*stack));
+	size_t nwant = 0, depth = 0, nraw = 0, chunk_start = 0;
+	uint64_t tick = 1000, orphans = 0, decoded_count = 0;
+	/* decoded, as addresses */
+	struct want_ev *got = calloc(3 * N, sizeof(*got));
+	size_t ngot = 0;
+	size_t next_cut = 1 + rnd() % 5000;
+
+	while (nraw < N) {
+		uint64_t r = rnd() % 100, d = rnd() % 100;
+		int64_t delta;
+		if (d < 70)
+			delta = (int64_t)(rnd() % 20);
+		else if (d < 90)
+			delta = (int64_t)(rnd() % 5000);
+		else if (d < 95)
+			delta = (int64_t)(rnd() % (1ull << 40));
+		else
+			delta = -(int64_t)(rnd() % (tick < 1000 ? tick + 1 : 1000));
+		tick += (uint64_t)delta;
+		struct hp_raw *e = &raw[nraw];
+		e->tick = tick;
+		if (depth == 0 || (r < 50 && depth < MAXDEPTH)) {
+			uint64_t a = fn[(rnd() % 4) ? rnd() % 40 : rnd() % NF];
+			e->addr = a;
+			stack[depth++] = a;
+			want[nwant++] = (struct want_ev){ tick, a, HP_EV_ENTER };
+		} else if (r < 90) {
+			e->addr = stack[depth - 1] | HP_RAW_EXIT;
+			depth--;
+			want[nwant++] = (struct want_ev){ tick, stack[depth], HP_EV_EXIT };
+		} else if (r < 96) {
+			/* exit of some open frame: unwinds to its newest frame */
+			uint64_t a = stack[rnd() % depth];
+			e->addr = a | HP_RAW_EXIT;
+			size_t j = depth;
+			while (stack[j - 1] != a)
+				j--;
+			while (depth >= j)
+				want[nwant++] = (struct want_ev){ tick, stack[--depth], HP_EV_EXIT };
+		} else {
+			/* exit of a function with no open frame */
+			uint64_t a = fn[rnd() % NF];
+			int open = 0;
+			for (size_t k = 0; k < depth; k++)
+				open |= stack[k] == a;
+			if (open) {
+				tick -= (uint64_t)delta;
+				continue;
+			}
+			e->addr = a | HP_RAW_EXIT;
+			orphans++;
+		}
+		nraw++;
+		if (nraw - chunk_start == next_cut || nraw == N) {
+			/* one record */
+			size_t n = nraw - chunk_start;
+			size_t len = encode(raw + chunk_start, n);
+			long got_n = decode(buf, len);
+			ck_assert_int_eq(got_n, (long)n);
+			decoded_count += (uint64_t)got_n;
+			for (size_t k = 0; k < evb.n; k++)
+				got[ngot++] = (struct want_ev){ evb.ev[k].tick,
+								evb.ev[k].kind == HP_EV_RESET
+									? 0
+									: funcs.addr[evb.ev[k].func],
+								evb.ev[k].kind };
+			chunk_start = nraw;
+			next_cut = 1 + rnd() % 5000;
+			if (rnd() % 50 == 0) {
+				/* a gap: both sides forget the open frames */
+				uint8_t rb[1];
+				ck_assert_uint_eq(hp_encode_reset(&enc, rb), 1);
+				ck_assert_int_eq(decode(rb, 1), 0);
+				ck_assert_uint_eq(evb.n, 1);
+				got[ngot++] = (struct want_ev){ 0, 0, HP_EV_RESET };
+				want[nwant++] = (struct want_ev){ 0, 0, HP_EV_RESET };
+				depth = 0;
+			}
+		}
+	}
+	ck_assert_uint_eq(decoded_count, N);
+	ck_assert_uint_eq(dec.orphan_exits, orphans);
+	ck_assert_uint_eq(dec.depth, depth);
+	ck_assert_uint_eq(enc.depth, depth);
+	ck_assert_uint_eq(ngot, nwant);
+	for (size_t k = 0; k < nwant; k++) {
+		ck_assert_msg(got[k].kind == want[k].kind && got[k].tick == want[k].tick &&
+				      got[k].addr == want[k].addr,
+			      "event %zu: got kind %u tick %llu addr %llx, want kind %u tick %llu addr %llx",
+			      k, got[k].kind, (unsigned long long)got[k].tick,
+			      (unsigned long long)got[k].addr, want[k].kind,
+			      (unsigned long long)want[k].tick, (unsigned long long)want[k].addr);
+	}
+	/* the encoding is compact: well under 4 bytes per event on this mix */
+	free(raw);
+	free(want);
+	free(got);
+	free(stack);
+}
+END_TEST
+
+static Suite *encode_suite(void)
+{
+	Suite *s = suite_create("encode");
+	TCase *core = tcase_create("core");
+	tcase_add_checked_fixture(core, setup, teardown);
+	tcase_set_timeout(core, 20);
+	tcase_add_test(core, test_short_forms_bytes);
+	tcase_add_test(core, test_nested_bytes);
+	tcase_add_test(core, test_long_deltas);
+	tcase_add_test(core, test_huge_deltas);
+	tcase_add_test(core, test_negative_deltas);
+	tcase_add_test(core, test_negative_delta_exit_other);
+	tcase_add_test(core, test_index_escape);
+	tcase_add_test(core, test_exit_not_top);
+	tcase_add_test(core, test_exit_not_top_newest_frame);
+	tcase_add_test(core, test_orphan_exit);
+	tcase_add_test(core, test_orphan_exit_keeps_stack);
+	tcase_add_test(core, test_reset);
+	tcase_add_test(core, test_state_across_records);
+	tcase_add_test(core, test_two_streams_one_dictionary);
+	tcase_add_test(core, test_count_equals_raw_events);
+	tcase_add_test(core, test_corrupt_inputs);
+	tcase_add_test(core, test_random_round_trip);
+	suite_add_tcase(s, core);
+	TCase *limits = tcase_create("limits");
+	tcase_add_checked_fixture(limits, setup, teardown);
+	tcase_set_timeout(limits, 20);
+	tcase_add_test(limits, test_every_unknown_op);
+	tcase_add_test(limits, test_overlong_varint);
+	tcase_add_test(limits, test_empty_input);
+	tcase_add_test(limits, test_bound_worst_enters);
+	tcase_add_test(limits, test_bound_worst_exits);
+	tcase_add_test(limits, test_bound_single_events);
+	tcase_add_test(limits, test_deep_stack);
+	tcase_add_test(limits, test_null_address);
+	suite_add_tcase(s, limits);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(encode_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

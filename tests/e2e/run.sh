@@ -1,0 +1,699 @@
+#!/bin/bash
+# tests/e2e/run.sh - end-to-end tests of hookprof: builds the sample programs
+# of tests/e2e/progs/ into a temporary directory, runs them linked with
+# libhookprof, with it preloaded and through `hookprof record`, and checks the
+# reports (exact call counts, names, modules, time invariants), the trace
+# file naming rules and the handling of bad input.
+#
+#   tests/e2e/run.sh            (from anywhere; HOOKPROF_BUILD=dir overrides build/,
+#                                HOOKPROF_E2E_KEEP=1 keeps the temporary directory)
+#
+# Prints `ok - ...` or `not ok - ... (details)` per check, then exactly one
+# line `e2e: N passed, M failed`; exits 1 if any check failed.
+set -u
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${HOOKPROF_BUILD:-$ROOT/build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+HP=$BUILD/hookprof
+LIB=$BUILD/libhookprof.so
+ARCHIVE=$BUILD/libhookprof.a
+INC=$ROOT/include
+SRC=$ROOT/tests/e2e/progs
+
+# Nothing of the caller's environment may steer the traced programs.
+unset HOOKPROF_OUTPUT HOOKPROF_MODE HOOKPROF_BUFFER HOOKPROF_CLOCK HOOKPROF_LIB LD_PRELOAD
+export LC_ALL=C
+ulimit -c 0 2>/dev/null # the crash tests must not leave core files
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/hookprof-e2e.XXXXXX") || { echo "e2e: 0 passed, 1 failed"; exit 1; }
+if [ -n "${HOOKPROF_E2E_KEEP:-}" ]; then
+	echo "# keeping $T"
+else
+	trap 'rm -rf "$T"' EXIT
+fi
+trap 'exit 130' INT TERM HUP
+
+PASS=0
+FAIL=0
+ok() { PASS=$((PASS + 1)); printf 'ok - %s\n' "$1"; }
+nok() { FAIL=$((FAIL + 1)); printf 'not ok - %s (%s)\n' "$1" "$2"; }
+# check DESC DETAILS COMMAND...: ok if COMMAND succeeds.
+check() {
+	local desc=$1 details=$2
+	shift 2
+	if "$@"; then ok "$desc"; else nok "$desc" "$details"; fi
+}
+# First lines of a file, on one line, for the details of a failed check.
+brief() { head -c 400 "$1" 2>/dev/null | tr '\n' '|' | tr -d '\r'; }
+now_ns() { date +%s%N; }
+
+finish() {
+	echo "e2e: $PASS passed, $FAIL failed"
+	[ "$FAIL" -eq 0 ]
+	exit $?
+}
+
+# ---- preconditions ------------------------------------------------------
+
+for f in "$HP" "$LIB" "$INC/hookprof.h"; do
+	if [ ! -e "$f" ]; then
+		nok "build: $f exists" "run make first"
+		finish
+	fi
+done
+ok "build: hookprof, libhookprof.so and hookprof.h exist"
+
+# ---- building the sample programs ---------------------------------------
+
+B=$T/bin
+mkdir -p "$B"
+BUILD_LOG=$T/build.log
+
+# build OUT COMPILER ARGS...: on failure the binary is missing, and every
+# check that needs it fails.
+build() {
+	local out=$1
+	shift
+	if "$@" -o "$B/$out" >"$BUILD_LOG" 2>&1; then
+		return 0
+	fi
+	nok "build $out" "$* : $(brief "$BUILD_LOG")"
+	rm -f "$B/$out"
+	return 1
+}
+LINK=(-I"$INC" -L"$BUILD" -lhookprof -Wl,-rpath,"$BUILD")
+IF=(-finstrument-functions -g)
+
+build nested_O0 gcc "${IF[@]}" -O0 "$SRC/nested.c"
+build nested_O2 gcc "${IF[@]}" -O2 "$SRC/nested.c"
+build nested_O0_linked gcc "${IF[@]}" -O0 "$SRC/nested.c" "${LINK[@]}"
+build nested_O2_linked gcc "${IF[@]}" -O2 "$SRC/nested.c" "${LINK[@]}"
+build nested_nopie gcc "${IF[@]}" -O1 -fno-pie -no-pie "$SRC/nested.c"
+build nested_pie gcc "${IF[@]}" -O1 -fPIE -pie "$SRC/nested.c"
+build nested_nopie_linked gcc "${IF[@]}" -O1 -fno-pie -no-pie "$SRC/nested.c" "${LINK[@]}"
+build nested_static gcc "${IF[@]}" -O1 "$SRC/nested.c" "$ARCHIVE" -pthread
+build recursion gcc "${IF[@]}" -O2 -pthread "$SRC/recursion.c"
+build recursion_linked gcc "${IF[@]}" -O0 -pthread "$SRC/recursion.c" "${LINK[@]}"
+build threads gcc "${IF[@]}" -O2 -pthread "$SRC/threads.c"
+build threads_linked gcc "${IF[@]}" -O0 -pthread "$SRC/threads.c" "${LINK[@]}"
+build cxx g++ "${IF[@]}" -O1 "$SRC/cxx.cpp"
+build cxx_linked g++ "${IF[@]}" -O0 "$SRC/cxx.cpp" "${LINK[@]}"
+build libshape.so gcc "${IF[@]}" -O1 -fPIC -shared "$SRC/shape.c"
+build useshape gcc "${IF[@]}" -O1 "$SRC/useshape.c" -L"$B" -lshape -Wl,-rpath,"$B"
+build useshape_linked gcc "${IF[@]}" -O0 "$SRC/useshape.c" -L"$B" -lshape -Wl,-rpath,"$B" "${LINK[@]}"
+build plugin.so gcc "${IF[@]}" -O1 -fPIC -shared "$SRC/plugin.c"
+build useplugin gcc "${IF[@]}" -O1 "$SRC/useplugin.c" -ldl
+build useplugin_linked gcc "${IF[@]}" -O0 "$SRC/useplugin.c" -ldl "${LINK[@]}"
+build ending gcc "${IF[@]}" -O0 "$SRC/ending.c"
+build ending_linked gcc "${IF[@]}" -O0 "$SRC/ending.c" "${LINK[@]}"
+HAVE_CLANG=0
+if command -v clang >/dev/null 2>&1; then
+	HAVE_CLANG=1
+	build nested_clang clang -finstrument-functions -g -O0 "$SRC/nested.c"
+	build nested_clang_ai clang -finstrument-functions-after-inlining -g -O2 "$SRC/nested.c"
+	build nested_clang_ai_linked clang -finstrument-functions-after-inlining -g -O2 "$SRC/nested.c" "${LINK[@]}"
+else
+	echo "# clang not found: the clang checks are not run"
+fi
+
+# ---- running ------------------------------------------------------------
+
+# run MODE NAME BIN ARGS...: runs $B/BIN in a fresh directory $T/run/NAME with
+# the trace going to $DIR/trace.hookprof. MODE: linked (the binary is linked
+# with libhookprof), preload (LD_PRELOAD), record (hookprof record -o).
+# Sets DIR, TRACE, RC, WALL_NS; stdout and stderr are in $DIR/out, $DIR/err.
+RUNS=0
+run() {
+	local mode=$1 name=$2 bin=$3 t0
+	shift 3
+	RUNS=$((RUNS + 1))
+	DIR=$T/run/$RUNS-$name
+	TRACE=$DIR/trace.hookprof
+	mkdir -p "$DIR"
+	t0=$(now_ns)
+	case $mode in
+	linked) { (cd "$DIR" && HOOKPROF_OUTPUT=$TRACE exec "$B/$bin" "$@" >out 2>err); } 2>/dev/null ;;
+	preload) { (cd "$DIR" && HOOKPROF_OUTPUT=$TRACE LD_PRELOAD=$LIB exec "$B/$bin" "$@" >out 2>err); } 2>/dev/null ;;
+	record) { (cd "$DIR" && exec "$HP" record -o "$TRACE" -- "$B/$bin" "$@" >out 2>err); } 2>/dev/null ;;
+	*) echo "run: bad mode $mode" >&2; exit 2 ;;
+	esac
+	RC=$?
+	WALL_NS=$(($(now_ns) - t0))
+}
+
+# check_run LABEL MODE WANT_RC WANT_STDOUT: the run's exit status, stdout,
+# stderr (nothing but record's own line) and the trace file.
+check_run() {
+	local label=$1 mode=$2 want_rc=$3 want_out=$4
+	check "$label: exit status $want_rc" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = "$want_rc" ]
+	check "$label: program output" "got '$(brief "$DIR/out")', want '$want_out'" \
+		[ "$(cat "$DIR/out")" = "$want_out" ]
+	if [ "$mode" = record ]; then
+		check "$label: record says 'hookprof: trace written to $TRACE'" "stderr: $(brief "$DIR/err")" \
+			[ "$(cat "$DIR/err")" = "hookprof: trace written to $TRACE" ]
+	else
+		check "$label: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
+	fi
+	check "$label: trace file written" "no $TRACE; files: $(ls "$DIR" | tr '\n' ' ')" [ -s "$TRACE" ]
+}
+
+# ---- reading reports ----------------------------------------------------
+
+HEADER='function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module'
+
+# RFC 4180 to tab-separated fields: function calls total self avg min max
+# module. Fails (status 1, reason on stdout) on a bad header, a bad quote, a
+# row without 8 fields or a number that is not a non-negative number.
+csv_to_tsv() {
+	awk -v header="$HEADER" '
+	function parse(line,   n, i, c, f, inq, start, L) {
+		n = 0; f = ""; inq = 0; start = 1; L = length(line)
+		for (i = 1; i <= L; i++) {
+			c = substr(line, i, 1)
+			if (inq) {
+				if (c == "\"") {
+					if (substr(line, i + 1, 1) == "\"") { f = f "\""; i++ }
+					else { inq = 0; if (i < L && substr(line, i + 1, 1) != ",") return -1 }
+				} else
+					f = f c
+			} else if (c == "\"") {
+				if (!start) return -1
+				inq = 1; start = 0
+			} else if (c == ",") {
+				fld[++n] = f; f = ""; start = 1
+			} else {
+				f = f c; start = 0
+			}
+		}
+		if (inq) return -1
+		fld[++n] = f
+		return n
+	}
+	{ sub(/\r$/, "") }
+	NR == 1 { if ($0 != header) { print "bad header: " $0; bad = 1; exit 1 } next }
+	{
+		n = parse($0)
+		if (n != 8) { print "row " NR " has " n " fields: " $0; bad = 1; exit 1 }
+		if (fld[2] !~ /^[0-9]+$/) { print "row " NR ": calls not a count: " $0; bad = 1; exit 1 }
+		for (k = 3; k <= 7; k++)
+			if (fld[k] !~ /^[0-9]+(\.[0-9]+)?$/) { print "row " NR ": field " k " not a time >= 0: " $0; bad = 1; exit 1 }
+		if (fld[1] == "" || fld[8] == "") { print "row " NR ": empty name or module: " $0; bad = 1; exit 1 }
+		out = fld[1]
+		for (k = 2; k <= 8; k++) out = out "\t" fld[k]
+		rows[++nrows] = out
+	}
+	END {
+		if (bad) exit 1
+		if (NR < 1) { print "no output"; exit 1 }
+		for (i = 1; i <= nrows; i++) print rows[i]
+	}' "$1"
+}
+
+# report LABEL TRACE...: hookprof report --format=csv; sets TSV (the parsed
+# rows); fails if the report did not work. Checks the exit status, stderr, the CSV.
+REPORTS=0
+report() {
+	local label=$1
+	shift
+	REPORTS=$((REPORTS + 1))
+	local base=$T/report/$REPORTS
+	mkdir -p "$T/report"
+	TSV=$base.tsv
+	"$HP" report --format=csv "$@" >"$base.csv" 2>"$base.err"
+	local rc=$?
+	if [ $rc -ne 0 ]; then
+		nok "$label: report --format=csv works" "exit status $rc; stderr: $(brief "$base.err")"
+		: >"$TSV"
+		return 1
+	fi
+	if ! csv_to_tsv "$base.csv" >"$TSV"; then
+		nok "$label: report --format=csv works" "$(brief "$TSV")"
+		: >"$TSV"
+		return 1
+	fi
+	if [ -s "$base.err" ]; then
+		nok "$label: report --format=csv works" "stderr: $(brief "$base.err")"
+		return 1
+	fi
+	ok "$label: report --format=csv works ($(wc -l <"$TSV") functions)"
+}
+
+# field FUNC MODULE COLUMN: the column (2 calls .. 7 max) of FUNC's row in
+# TSV; MODULE "" matches any. Empty if there is no such row, "MULTI" if there
+# are several.
+field() {
+	awk -F'\t' -v f="$1" -v m="$2" -v c="$3" '
+		$1 == f && (m == "" || $8 == m) { n++; v = $c }
+		END { if (n == 1) print v; else if (n > 1) print "MULTI" }' "$TSV"
+}
+rows_of() { awk -F'\t' -v f="$1" '$1 == f { printf "%s ", $8 }' "$TSV"; }
+
+# expect_calls LABEL MODULE FUNC=N ...: exactly one row for FUNC in MODULE
+# with exactly N calls.
+expect_calls() {
+	local label=$1 module=$2 spec f n got
+	shift 2
+	for spec in "$@"; do
+		f=${spec%=*}
+		n=${spec##*=}
+		got=$(field "$f" "$module" 2)
+		if [ "$got" = "$n" ]; then
+			ok "$label: $f ($module) called $n times"
+		elif [ -z "$got" ]; then
+			nok "$label: $f ($module) called $n times" \
+				"no row for '$f' in module '$module'; rows named so: $(rows_of "$f"); functions: $(cut -f1,8 "$TSV" | tr '\t\n' '@ ' | head -c 300)"
+		else
+			nok "$label: $f ($module) called $n times" "got $got"
+		fi
+	done
+}
+
+# check_times LABEL [flat]: in every row self <= total, min <= max <= total,
+# avg = total/calls; with "flat" (no recursive function) also min <= avg <= max.
+check_times() {
+	local label=$1 flat=${2:-}
+	local bad
+	bad=$(awk -F'\t' -v flat="$flat" '
+		function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 1.0001 }
+		{
+			calls = $2 + 0; total = $3 + 0; self = $4 + 0; avg = $5 + 0; mn = $6 + 0; mx = $7 + 0
+			why = ""
+			if (calls < 1) why = why " calls<1"
+			if (self > total + 1) why = why " self>total"
+			if (mn > mx + 1) why = why " min>max"
+			if (mx > total + 1) why = why " max>total"
+			if (calls > 0 && !near(avg, total / calls)) why = why " avg!=total/calls"
+			if (flat == "flat" && (mn > avg + 1 || avg > mx + 1)) why = why " avg-not-in-[min,max]"
+			if (why != "") printf "%s:%s; ", $1, why
+		}' "$TSV")
+	check "$label: self<=total, min<=max<=total, avg=total/calls${flat:+, min<=avg<=max}" "$bad" [ -z "$bad" ]
+}
+
+# check_self_sum LABEL ROOT...: the self times of all functions add up to the
+# total times of the roots (functions not called by another instrumented one:
+# main, thread functions), within rounding.
+check_self_sum() {
+	local label=$1
+	shift
+	local roots=" $* "
+	local res
+	res=$(awk -F'\t' -v roots="$roots" '
+		{ s += $4; n++; if (index(roots, " " $1 " ")) { t += $3; found++ } }
+		END {
+			tol = n + 2 + t * 1e-6
+			d = s - t; if (d < 0) d = -d
+			printf "%s sum(self)=%.0f sum(total of roots)=%.0f", (found >= 1 && d <= tol) ? "yes" : "no", s, t
+		}' "$TSV")
+	check "$label: sum of self_ns equals the roots' total_ns" "${res#* }" [ "${res%% *}" = yes ]
+}
+
+# check_wall LABEL FUNC: 0 < FUNC's max_ns <= the run's wall time * 1.5 + 50ms.
+check_wall() {
+	local label=$1 f=$2
+	local mx
+	mx=$(field "$f" "" 7)
+	local res
+	res=$(awk -v m="$mx" -v w="$WALL_NS" 'BEGIN { print (m != "" && m != "MULTI" && m + 0 > 0 && m + 0 <= w * 1.5 + 50e6) ? "yes" : "no" }')
+	check "$label: 0 < $f max_ns <= wall time" "$f max_ns=$mx wall_ns=$WALL_NS" [ "$res" = yes ]
+}
+
+# check_modules LABEL MODULE FUNC...: the functions' rows name MODULE.
+check_modules() {
+	local label=$1 module=$2 f bad=""
+	shift 2
+	for f in "$@"; do
+		[ "$(field "$f" "" 8)" = "$module" ] || bad="$bad $f:$(rows_of "$f")"
+	done
+	check "$label: module of $* is $module" "got$bad" [ -z "$bad" ]
+}
+
+# ---- the checks of each program -----------------------------------------
+
+NESTED_OUT="nested done 1"
+nested_checks() { # LABEL BIN
+	local label=$1 bin=$2
+	report "$label" "$TRACE" || return
+	expect_calls "$label" "$bin" main=1 nest_a=3 nest_b=6 nest_c=30
+	check_times "$label" flat
+	check_self_sum "$label" main
+	check_wall "$label" main
+	local total
+	total=$(field main "$bin" 3)
+	check "$label: main's total_ns > 0" "main total_ns=$total" awk -v t="$total" 'BEGIN { exit !(t + 0 > 0) }'
+}
+
+for bin in nested_O0 nested_O2 nested_pie nested_nopie; do
+	for mode in preload record; do
+		[ "$bin" = nested_O0 ] || [ "$mode" = preload ] || [ "$bin" = nested_nopie ] || continue
+		run $mode "$bin-$mode" "$bin"
+		check_run "$bin $mode" $mode 0 "$NESTED_OUT"
+		nested_checks "$bin $mode" "$bin"
+	done
+done
+for bin in nested_O0_linked nested_O2_linked nested_nopie_linked nested_static; do
+	run linked "$bin" "$bin"
+	check_run "$bin linked" linked 0 "$NESTED_OUT"
+	nested_checks "$bin linked" "$bin"
+done
+if [ $HAVE_CLANG = 1 ]; then
+	run preload clang-O0 nested_clang
+	check_run "nested clang -O0 preload" preload 0 "$NESTED_OUT"
+	nested_checks "nested clang -O0 preload" nested_clang
+	run preload clang-ai nested_clang_ai
+	check_run "nested clang -finstrument-functions-after-inlining -O2 preload" preload 0 "$NESTED_OUT"
+	nested_checks "nested clang -finstrument-functions-after-inlining -O2 preload" nested_clang_ai
+	run linked clang-ai-linked nested_clang_ai_linked
+	check_run "nested clang -finstrument-functions-after-inlining -O2 linked" linked 0 "$NESTED_OUT"
+	nested_checks "nested clang -finstrument-functions-after-inlining -O2 linked" nested_clang_ai_linked
+fi
+
+# Recursion: total_ns counts the outermost activation only, so it is the
+# longest call (max_ns) and fits inside the thread function's time.
+recursion_checks() { # LABEL BIN
+	local label=$1 bin=$2 f
+	report "$label" "$TRACE" || return
+	expect_calls "$label" "$bin" main=1 rec_thread=1 rec_down=100000 rec_fib=21891
+	check_times "$label"
+	check_self_sum "$label" main rec_thread
+	check_wall "$label" main
+	for f in rec_down rec_fib; do
+		local total mx outer
+		total=$(field $f "$bin" 3)
+		mx=$(field $f "$bin" 7)
+		outer=$(field rec_thread "$bin" 3)
+		check "$label: $f total_ns counts the outermost call only (= max_ns <= rec_thread total_ns)" \
+			"$f total_ns=$total max_ns=$mx, rec_thread total_ns=$outer" \
+			awk -v t="$total" -v m="$mx" -v o="$outer" 'BEGIN { d = t - m; if (d < 0) d = -d; exit !(t != "" && d <= 1 && t + 0 <= o + 1) }'
+	done
+}
+run linked recursion-linked recursion_linked
+check_run "recursion linked" linked 0 "recursion 100000 6765"
+recursion_checks "recursion linked" recursion_linked
+run record recursion-record recursion
+check_run "recursion record" record 0 "recursion 100000 6765"
+recursion_checks "recursion record" recursion
+
+threads_checks() { # LABEL BIN
+	local label=$1 bin=$2
+	report "$label" "$TRACE" || return
+	expect_calls "$label" "$bin" main=1 thr_worker=8 thr_work=8000
+	check_times "$label" flat
+	check_self_sum "$label" main thr_worker
+	check_wall "$label" main
+	check_wall "$label" thr_worker
+	"$HP" report "$TRACE" >"$T/threads-table.out" 2>&1
+	check "$label: the table shows the 9 threads" "$(brief "$T/threads-table.out")" \
+		grep -q -w '9 threads' "$T/threads-table.out"
+}
+run linked threads-linked threads_linked
+check_run "threads linked" linked 0 "threads done 1"
+threads_checks "threads linked" threads_linked
+run preload threads-preload threads
+check_run "threads preload" preload 0 "threads done 1"
+threads_checks "threads preload" threads
+run record threads-record threads
+check_run "threads record" record 0 "threads done 1"
+threads_checks "threads record" threads
+
+CXX_OUT="cxx 42 1"
+cxx_checks() { # LABEL BIN
+	local label=$1 bin=$2
+	report "$label" "$TRACE" || return
+	expect_calls "$label" "$bin" main=1 "geo::Shape::Shape(double, double)=1" \
+		"geo::Shape::area() const=5" "geo::Shape::scale(double, double)=4" \
+		"int geo::twice<int>(int)=7" "double geo::twice<double>(double)=2"
+	check_times "$label" flat
+	check_self_sum "$label" main
+	# The name with a comma must come quoted, exactly so.
+	check "$label: a name with a comma is quoted in the CSV" "$(grep -F 'scale' "${TSV%.tsv}.csv" | head -c 200)" \
+		grep -q '^"geo::Shape::scale(double, double)",4,' "${TSV%.tsv}.csv"
+}
+run linked cxx-linked cxx_linked
+check_run "cxx linked" linked 0 "$CXX_OUT"
+cxx_checks "cxx linked" cxx_linked
+run preload cxx-preload cxx
+check_run "cxx preload" preload 0 "$CXX_OUT"
+cxx_checks "cxx preload" cxx
+run record cxx-record cxx
+check_run "cxx record" record 0 "$CXX_OUT"
+cxx_checks "cxx record" cxx
+
+# A shared library: its functions are named and carry its module name.
+shape_checks() { # LABEL BIN
+	local label=$1 bin=$2
+	report "$label" "$TRACE" || return
+	expect_calls "$label" "$bin" main=1 use_shapes=1
+	expect_calls "$label" libshape.so shape_total=1 shape_square=7 shape_rect=4
+	check_modules "$label" libshape.so shape_total shape_square shape_rect
+	check_times "$label" flat
+	check_self_sum "$label" main
+}
+run linked useshape-linked useshape_linked
+check_run "libshape.so linked" linked 0 "useshape 31"
+shape_checks "libshape.so linked" useshape_linked
+run preload useshape-preload useshape
+check_run "libshape.so preload" preload 0 "useshape 31"
+shape_checks "libshape.so preload" useshape
+run record useshape-record useshape
+check_run "libshape.so record" record 0 "useshape 31"
+shape_checks "libshape.so record" useshape
+
+# A plugin loaded with dlopen after tracing began.
+plugin_checks() { # LABEL BIN
+	local label=$1 bin=$2
+	report "$label" "$TRACE" || return
+	expect_calls "$label" "$bin" main=1 call_plugin=2
+	expect_calls "$label" plugin.so plugin_run=2 plugin_helper=8
+	check_times "$label" flat
+	check_self_sum "$label" main
+}
+run linked useplugin-linked useplugin_linked "$B/plugin.so"
+check_run "dlopen plugin linked" linked 0 "useplugin 168"
+plugin_checks "dlopen plugin linked" useplugin_linked
+run preload useplugin-preload useplugin "$B/plugin.so"
+check_run "dlopen plugin preload" preload 0 "useplugin 168"
+plugin_checks "dlopen plugin preload" useplugin
+run record useplugin-record useplugin "$B/plugin.so"
+check_run "dlopen plugin record" record 0 "useplugin 168"
+plugin_checks "dlopen plugin record" useplugin
+run preload useplugin-close useplugin "$B/plugin.so" close
+check_run "dlopen plugin, dlclose before exit, preload" preload 0 "useplugin 168"
+plugin_checks "dlopen plugin, dlclose before exit, preload" useplugin
+
+# exit() deep inside, abort(), a segfault: the trace is complete up to there;
+# main and the end_deep* frames never returned and are closed at the end.
+ending_checks() { # LABEL BIN
+	local label=$1 bin=$2
+	report "$label" "$TRACE" || return
+	expect_calls "$label" "$bin" main=1 end_step=10 end_deep1=1 end_deep2=1 end_deep3=1
+	check_times "$label" flat
+	check_self_sum "$label" main
+	check_wall "$label" main
+	local m d1 d2 d3
+	m=$(field main "$bin" 3)
+	d1=$(field end_deep1 "$bin" 3)
+	d2=$(field end_deep2 "$bin" 3)
+	d3=$(field end_deep3 "$bin" 3)
+	check "$label: unfinished frames closed at the end (main > end_deep1 >= end_deep2 >= end_deep3)" \
+		"main=$m end_deep1=$d1 end_deep2=$d2 end_deep3=$d3" \
+		awk -v m="$m" -v a="$d1" -v b="$d2" -v c="$d3" 'BEGIN { exit !(m != "" && a != "" && b != "" && c != "" && m + 0 > a + 0 && a + 1 >= b && b + 1 >= c) }'
+}
+for how in exit abort segv; do
+	case $how in exit) want=7 ;; abort) want=134 ;; segv) want=139 ;; esac
+	run linked "ending-$how-linked" ending_linked $how
+	check_run "$how() inside nested calls, linked" linked "$want" "ending $how"
+	ending_checks "$how() inside nested calls, linked" ending_linked
+	run preload "ending-$how-preload" ending $how
+	check_run "$how() inside nested calls, preload" preload "$want" "ending $how"
+	ending_checks "$how() inside nested calls, preload" ending
+done
+run record ending-exit-record ending exit
+check_run "exit() inside nested calls, record (exits 7 too)" record 7 "ending exit"
+ending_checks "exit() inside nested calls, record" ending
+run record ending-abort-record ending abort
+check_run "abort() inside nested calls, record (dies of SIGABRT too)" record 134 "ending abort"
+ending_checks "abort() inside nested calls, record" ending
+
+# ---- settings -----------------------------------------------------------
+
+# run_env NAME BIN VAR=VALUE...: the binary (not linked) with the library
+# preloaded and the given environment; HOOKPROF_OUTPUT is $TRACE unless given.
+run_env() {
+	local name=$1 bin=$2 t0
+	shift 2
+	RUNS=$((RUNS + 1))
+	DIR=$T/run/$RUNS-$name
+	TRACE=$DIR/trace.hookprof
+	mkdir -p "$DIR"
+	t0=$(now_ns)
+	{ (cd "$DIR" && exec env HOOKPROF_OUTPUT="$TRACE" LD_PRELOAD="$LIB" "$@" "$B/$bin" >out 2>err); } 2>/dev/null
+	RC=$?
+	WALL_NS=$(($(now_ns) - t0))
+}
+
+run_env ring nested_O0 HOOKPROF_MODE=ring
+check_run "HOOKPROF_MODE=ring nested" preload 0 "$NESTED_OUT"
+nested_checks "HOOKPROF_MODE=ring nested" nested_O0
+run_env ring-threads threads HOOKPROF_MODE=ring
+check_run "HOOKPROF_MODE=ring threads" preload 0 "threads done 1"
+threads_checks "HOOKPROF_MODE=ring threads" threads
+run_env ring-small recursion HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K
+check_run "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion (overflows)" preload 0 "recursion 100000 6765"
+if report "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion" "$TRACE"; then
+	check_times "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion"
+	n=$(field rec_fib recursion 2)
+	check "ring mode keeps the last events: rec_fib (called last) is in the report, at most 21891 calls" \
+		"rec_fib calls: '$n'" awk -v n="$n" 'BEGIN { exit !(n ~ /^[0-9]+$/ && n + 0 >= 1 && n + 0 <= 21891) }'
+fi
+run_env small-stream recursion HOOKPROF_BUFFER=128K
+check_run "HOOKPROF_BUFFER=128K stream mode recursion" preload 0 "recursion 100000 6765"
+recursion_checks "HOOKPROF_BUFFER=128K stream mode (lossless) recursion" recursion
+run_env monotonic nested_O2 HOOKPROF_CLOCK=monotonic
+check_run "HOOKPROF_CLOCK=monotonic nested" preload 0 "$NESTED_OUT"
+nested_checks "HOOKPROF_CLOCK=monotonic nested" nested_O2
+run_env monotonic-threads threads HOOKPROF_CLOCK=monotonic
+check_run "HOOKPROF_CLOCK=monotonic threads" preload 0 "threads done 1"
+threads_checks "HOOKPROF_CLOCK=monotonic threads" threads
+
+# ---- trace file names ---------------------------------------------------
+
+# bg_run DIR BIN VAR=VALUE...: runs the linked binary in DIR and sets PID to its
+# pid (the name of its trace file depends on it).
+bg_run() {
+	local dir=$1 bin=$2
+	shift 2
+	mkdir -p "$dir"
+	(
+		cd "$dir" || exit 1
+		env "$@" "$B/$bin" >>out 2>>err &
+		echo $! >pid
+		wait $!
+	) 2>/dev/null
+	RC=$?
+	PID=$(cat "$dir/pid" 2>/dev/null)
+}
+
+D=$T/names/default
+bg_run "$D" nested_O0_linked
+check "default name: ./<prog>-<pid>.hookprof in the working directory" "files: $(ls "$D" | tr '\n' ' ')" \
+	[ -s "$D/nested_O0_linked-$PID.hookprof" ]
+FIRST=$D/nested_O0_linked-$PID.hookprof
+bg_run "$D" nested_O0_linked
+SECOND=$D/nested_O0_linked-$PID.hookprof
+check "two runs in one directory write two trace files" "files: $(ls "$D" | tr '\n' ' ')" \
+	[ -s "$FIRST" -a -s "$SECOND" -a "$FIRST" != "$SECOND" -a "$(ls "$D" | grep -c '\.hookprof')" = 2 ]
+if report "two traces of one program merged" "$FIRST" "$SECOND"; then
+	expect_calls "two traces merged" nested_O0_linked main=2 nest_a=6 nest_b=12 nest_c=60
+fi
+
+D=$T/names/pattern
+mkdir -p "$D"
+bg_run "$D" nested_O0_linked HOOKPROF_OUTPUT="$D/x-%n.%p.trace"
+check "HOOKPROF_OUTPUT with %n and %p" "files: $(ls "$D" | tr '\n' ' ')" [ -s "$D/x-nested_O0_linked.$PID.trace" ]
+
+D=$T/names/dir
+mkdir -p "$D/traces"
+bg_run "$D" nested_O0_linked HOOKPROF_OUTPUT="$D/traces"
+check "HOOKPROF_OUTPUT naming a directory" "files: $(ls "$D/traces" | tr '\n' ' ')" \
+	[ -s "$D/traces/nested_O0_linked-$PID.hookprof" ]
+
+D=$T/names/fixed
+bg_run "$D" nested_O0_linked HOOKPROF_OUTPUT="$D/fixed.hookprof"
+sum1=$(cksum <"$D/fixed.hookprof" 2>/dev/null)
+bg_run "$D" nested_O2_linked HOOKPROF_OUTPUT="$D/fixed.hookprof"
+bg_run "$D" nested_O2_linked HOOKPROF_OUTPUT="$D/fixed.hookprof"
+check "an existing trace file is not overwritten: .1 and .2 are taken" "files: $(ls "$D" | tr '\n' ' ')" \
+	[ -s "$D/fixed.hookprof" -a -s "$D/fixed.hookprof.1" -a -s "$D/fixed.hookprof.2" -a "$(cksum <"$D/fixed.hookprof")" = "$sum1" ]
+if report "traces of two binaries" "$D/fixed.hookprof" "$D/fixed.hookprof.1" "$D/fixed.hookprof.2"; then
+	expect_calls "traces of two binaries merged per module" nested_O0_linked main=1 nest_a=3 nest_b=6 nest_c=30
+	expect_calls "traces of two binaries merged per module" nested_O2_linked main=2 nest_a=6 nest_b=12 nest_c=60
+fi
+
+# record without -o: the default name, announced on stderr.
+D=$T/names/record
+mkdir -p "$D"
+t0=$(now_ns)
+{ (cd "$D" && exec "$HP" record -- "$B/nested_O0" >out 2>err); } 2>/dev/null
+RC=$?
+WALL_NS=$(($(now_ns) - t0))
+msg=$(cat "$D/err")
+f=${msg#hookprof: trace written to }
+case $f in /*) ;; *) f=$D/$f ;; esac
+check "record without -o: exit status 0, one line 'hookprof: trace written to FILE'" "status $RC, stderr: $(brief "$D/err")" \
+	[ "$RC" = 0 -a "$(wc -l <"$D/err")" = 1 -a "${msg#hookprof: trace written to }" != "$msg" -a -s "$f" ]
+check "record without -o: the trace is ./<prog>-<pid>.hookprof" "named '$f', files: $(ls "$D" | tr '\n' ' ')" \
+	[ "$(ls "$D" | grep -c -x 'nested_O0-[0-9][0-9]*\.hookprof')" = 1 -a "$(cd "${f%/*}" 2>/dev/null && pwd -P)" = "$(cd "$D" && pwd -P)" ]
+TRACE=$f
+nested_checks "record without -o" nested_O0
+
+# ---- the human table ----------------------------------------------------
+
+TRACE=$FIRST
+"$HP" report "$TRACE" >"$T/table.out" 2>"$T/table.err"
+rc=$?
+check "report without --format: a table, exit status 0, nothing on stderr" "status $rc, stderr: $(brief "$T/table.err")" \
+	[ $rc = 0 -a ! -s "$T/table.err" -a -s "$T/table.out" ]
+check "report table: a row with nest_c and its 30 calls, none with a CSV header" "$(brief "$T/table.out")" \
+	awk -v h="$HEADER" '$0 == h { csv = 1 } /(^|[^_a-z])nest_c([^_a-z]|$)/ { for (i = 1; i <= NF; i++) if ($i == "30") found = 1 } END { exit csv || !found }' "$T/table.out"
+
+# ---- unwritable trace file ----------------------------------------------
+
+for mode in linked preload; do
+	D=$T/unwritable-$mode
+	mkdir -p "$D"
+	bin=nested_O0_linked
+	pre=
+	[ $mode = preload ] && bin=nested_O0 && pre=$LIB
+	{ (cd "$D" && HOOKPROF_OUTPUT=/nonexistent/dir/x LD_PRELOAD=$pre exec "$B/$bin" >out 2>err); } 2>/dev/null
+	RC=$?
+	check "unwritable HOOKPROF_OUTPUT, $mode: the program runs normally" "status $RC, stdout '$(brief "$D/out")'" \
+		[ $RC = 0 -a "$(cat "$D/out")" = "$NESTED_OUT" ]
+	check "unwritable HOOKPROF_OUTPUT, $mode: exactly one 'hookprof:' line on stderr" "stderr: $(brief "$D/err")" \
+		[ "$(wc -l <"$D/err")" = 1 -a "$(grep -c '^hookprof:' "$D/err")" = 1 ]
+	check "unwritable HOOKPROF_OUTPUT, $mode: no file left behind" "files: $(ls "$D" | tr '\n' ' ')" \
+		[ "$(ls "$D" | grep -v -x -e out -e err | wc -l)" = 0 ]
+done
+
+# ---- bad input ----------------------------------------------------------
+
+BAD=$T/bad
+mkdir -p "$BAD"
+GOOD=$FIRST
+: >"$BAD/empty.hookprof"
+head -c 100 "$GOOD" >"$BAD/head100.hookprof"
+size=$(wc -c <"$GOOD")
+head -c $((size / 2)) "$GOOD" >"$BAD/half.hookprof"
+head -c $((size - 3)) "$GOOD" >"$BAD/cut3.hookprof"
+awk 'BEGIN { srand(42); for (i = 0; i < 8192; i++) printf "%c", int(rand() * 256) }' >"$BAD/random.hookprof"
+{ head -c 32 "$GOOD"; awk 'BEGIN { srand(7); for (i = 0; i < 8192; i++) printf "%c", int(rand() * 256) }'; } >"$BAD/header-then-random.hookprof"
+{ head -c 12 "$GOOD"; head -c 2000 /bin/ls; } >"$BAD/badheader.hookprof"
+
+# bad_input DESC FILE [ARGS...]: `hookprof report ARGS` (default: FILE) must
+# fail with one line on stderr that names FILE, and print nothing on stdout.
+bad_input() {
+	local desc=$1 file=$2 fmt
+	shift 2
+	[ $# -gt 0 ] || set -- "$file"
+	for fmt in --format=csv ""; do
+		"$HP" report $fmt "$@" >"$BAD/out" 2>"$BAD/err"
+		local rc=$?
+		check "bad input, $desc (${fmt:-table}): fails cleanly (1 line on stderr naming it, no stdout)" \
+			"status $rc, stdout $(wc -c <"$BAD/out") bytes, stderr: $(brief "$BAD/err")" \
+			[ $rc -ne 0 -a $rc -lt 128 -a ! -s "$BAD/out" -a "$(wc -l <"$BAD/err")" = 1 -a "$(grep -c -F -- "$file" "$BAD/err")" = 1 ]
+	done
+}
+bad_input "missing file" "$BAD/missing.hookprof"
+bad_input "empty file" "$BAD/empty.hookprof"
+bad_input "trace cut at 100 bytes" "$BAD/head100.hookprof"
+bad_input "trace cut in half" "$BAD/half.hookprof"
+bad_input "trace without its last 3 bytes" "$BAD/cut3.hookprof"
+bad_input "/bin/ls" /bin/ls
+bad_input "random bytes" "$BAD/random.hookprof"
+bad_input "file header then random bytes" "$BAD/header-then-random.hookprof"
+bad_input "damaged file header" "$BAD/badheader.hookprof"
+bad_input "a directory" "$BAD"
+bad_input "a good trace then a missing one" "$BAD/missing.hookprof" "$GOOD" "$BAD/missing.hookprof"
+bad_input "a good trace then a cut one" "$BAD/half.hookprof" "$GOOD" "$BAD/half.hookprof"
+
+finish
