@@ -40,12 +40,17 @@ void hp_dict_free(struct hp_dict *d)
 	*d = (struct hp_dict){ 0 };
 }
 
-static void dict_place(struct hp_dict *d, uint64_t addr, uint32_t index)
+/* Slots hold address + 1 so that 0 can mark an empty slot and a hook
+ * called with a null function pointer is still recorded. Addresses have
+ * bit 63 clear (it flags exits), so the sum never wraps. */
+static uint64_t slot_key(uint64_t addr) { return addr + 1; }
+
+static void dict_place_key(struct hp_dict *d, uint64_t key, uint32_t index)
 {
-	uint32_t i = slot_of(addr, d->mask);
+	uint32_t i = slot_of(key, d->mask);
 	while (d->slot_addr[i])
 		i = (i + 1) & d->mask;
-	d->slot_addr[i] = addr;
+	d->slot_addr[i] = key;
 	d->slot_index[i] = index;
 }
 
@@ -72,7 +77,7 @@ static int dict_grow(struct hp_dict *d)
 	d->addr_cap = slots / 2;
 	for (uint32_t i = 0; i <= old.mask; i++)
 		if (old.slot_addr[i])
-			dict_place(d, old.slot_addr[i], old.slot_index[i]);
+			dict_place_key(d, old.slot_addr[i], old.slot_index[i]);
 	hp_pages_free(old.slot_addr, (size_t)(old.mask + 1) * sizeof(uint64_t));
 	hp_pages_free(old.slot_index, (size_t)(old.mask + 1) * sizeof(uint32_t));
 	return 0;
@@ -81,8 +86,9 @@ static int dict_grow(struct hp_dict *d)
 /* Index of addr; a new address gets the next index and a DEFINE record. */
 static int64_t dict_index(struct hp_dict *d, uint64_t addr, uint8_t **out)
 {
-	for (uint32_t i = slot_of(addr, d->mask);; i = (i + 1) & d->mask) {
-		if (d->slot_addr[i] == addr)
+	uint64_t key = slot_key(addr);
+	for (uint32_t i = slot_of(key, d->mask);; i = (i + 1) & d->mask) {
+		if (d->slot_addr[i] == key)
 			return d->slot_index[i];
 		if (!d->slot_addr[i])
 			break;
@@ -91,7 +97,7 @@ static int64_t dict_index(struct hp_dict *d, uint64_t addr, uint8_t **out)
 		return -1;
 	uint32_t index = d->count++;
 	d->addr_of[index] = addr;
-	dict_place(d, addr, index);
+	dict_place_key(d, key, index);
 	uint8_t *p = *out;
 	*p++ = HP_OP_DEFINE;
 	*out = hp_put_uvarint(p, addr);

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "hp_runtime.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -208,4 +209,25 @@ HP_EXPORT int hookprof_flush(void)
 HP_EXPORT const char *hookprof_trace_path(void)
 {
 	return hp_runtime_ready() ? hp_output_path() : NULL;
+}
+
+/*
+ * dlclose, interposed: an object unloaded before the writer's next module
+ * snapshot (once a second) would leave its addresses without a name, so
+ * the map is written while the object is still there. Not on the per-event
+ * path: it may lock.
+ */
+HP_EXPORT int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	int (*next)(void *) = __atomic_load_n(&real_dlclose, __ATOMIC_ACQUIRE);
+	if (!next) {
+		next = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+		if (!next)
+			return -1;
+		__atomic_store_n(&real_dlclose, next, __ATOMIC_RELEASE);
+	}
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_TRACING && !hp_tls.busy)
+		hp_writer_modules_changed();
+	return next(handle);
 }

@@ -245,6 +245,13 @@ static void housekeeping(uint64_t *next)
 	pthread_mutex_unlock(&writer_lock);
 }
 
+void hp_writer_modules_changed(void)
+{
+	pthread_mutex_lock(&writer_lock);
+	hp_modules_write(0);
+	pthread_mutex_unlock(&writer_lock);
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;

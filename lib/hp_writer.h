@@ -31,6 +31,9 @@ int hp_writer_finish(int in_signal) HP_HIDDEN;
 /* After fork: the child has no writer thread and must not write the parent's trace. */
 void hp_writer_forget(void) HP_HIDDEN;
 
+/* Appends a MODULES record if objects were loaded or unloaded since the last. */
+void hp_writer_modules_changed(void) HP_HIDDEN;
+
 /* Appends a CLOCK record: one (tick, CLOCK_MONOTONIC_RAW) pair. */
 void hp_writer_clock_record(void) HP_HIDDEN;
 

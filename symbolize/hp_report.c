@@ -121,18 +121,34 @@ void hp_rows_finish(struct hp_rows *rows, enum hp_sort key)
 		qsort(rows->row, rows->n, sizeof(*rows->row), by_key);
 }
 
+/* Four significant digits: 3 decimals below 10 of a unit, 2 below 100, 1 above. */
+static int decimals_for(double v, int unit)
+{
+	if (!unit)
+		return 0;
+	return v >= 100 ? 1 : v >= 10 ? 2 : 3;
+}
+
+/* v >= 0 as printf would show it with dec decimals (dec <= 3). */
+static double rounded(double v, int dec)
+{
+	static const double scale[] = { 1, 10, 100, 1000 };
+	return (double)(unsigned long long)(v * scale[dec] + 0.5) / scale[dec];
+}
+
 void hp_format_ns(double ns, char *buf, size_t len)
 {
 	static const char *unit[] = { "ns", "us", "ms", "s" };
 	int u = 0;
-	while (u < 3 && ns >= 1000.0) {
+	/* Choose the unit by the value as printed: 999.6 ns is "1.000 us". */
+	while (u < 3 && rounded(ns, decimals_for(ns, u)) >= 1000.0) {
 		ns /= 1000.0;
 		u++;
 	}
-	int decimals = ns >= 100 ? 1 : ns >= 10 ? 2 : 3;
-	if (u == 0)
-		decimals = 0;
-	snprintf(buf, len, "%.*f %s", decimals, ns, unit[u]);
+	int dec = decimals_for(ns, u);
+	if (dec > 1 && rounded(ns, dec) >= (dec == 3 ? 10.0 : 100.0))
+		dec--; /* 9.9996 is "10.00", not "10.000" */
+	snprintf(buf, len, "%.*f %s", dec, ns, unit[u]);
 }
 
 int hp_rows_print_table(FILE *out, const struct hp_rows *rows, size_t limit)

@@ -255,7 +255,7 @@ static int parse_sort(const char *s, enum hp_sort *key)
 	return -1;
 }
 
-static void print_header(const struct hp_analysis *a)
+static void print_header(FILE *out, const struct hp_analysis *a)
 {
 	const struct hp_trace_info *in = &a->info;
 	size_t threads = 0;
@@ -265,12 +265,12 @@ static void print_header(const struct hp_analysis *a)
 	uint64_t lost = in->lost_global;
 	for (size_t i = 0; i < in->nstreams; i++)
 		lost += in->streams[i].lost;
-	printf("# %s (pid %u): %zu thread%s, %llu events, %llu lost, %.3f s%s\n",
+	fprintf(out, "# %s (pid %u): %zu thread%s, %llu events, %llu lost, %.3f s%s\n",
 	       in->exe ? in->exe : "?", in->pid, threads, threads == 1 ? "" : "s",
 	       (unsigned long long)a->events, (unsigned long long)lost, secs,
 	       a->partial ? ", incomplete (no end record)" : "");
 	if (lost)
-		printf("# %llu events were not recorded: times of the functions around them are approximate\n",
+		fprintf(out, "# %llu events were not recorded: times of the functions around them are approximate\n",
 		       (unsigned long long)lost);
 }
 
@@ -286,20 +286,30 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 	struct hp_rows rows = { 0 };
 	char err[ERRLEN];
 	int rc = 0;
+	/* Headers wait until every trace has been read: a bad one prints nothing. */
+	char *headers = NULL;
+	size_t headers_len = 0;
+	FILE *hdr = open_memstream(&headers, &headers_len);
+	if (!hdr)
+		return print_error("out of memory");
 	for (int i = 0; i < n && !rc; i++) {
 		struct hp_analysis a;
 		rc = hp_analyze(paths[i], o->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0, NULL, NULL, &a,
 				err, sizeof(err));
 		if (!rc && !o->csv)
-			print_header(&a);
+			print_header(hdr, &a);
 		if (!rc)
 			rc = hp_rows_add(&rows, &a, err, sizeof(err));
 		hp_analysis_free(&a);
 	}
+	fclose(hdr);
 	if (rc) {
+		free(headers);
 		hp_rows_free(&rows);
 		return print_error(err);
 	}
+	fwrite(headers, 1, headers_len, stdout);
+	free(headers);
 	hp_rows_finish(&rows, o->sort);
 	rc = o->csv ? hp_rows_print_csv(stdout, &rows, o->limit)
 		    : hp_rows_print_table(stdout, &rows, o->limit);
