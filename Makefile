@@ -26,7 +26,7 @@ SYM_LIB_OBJ := $(filter-out $(BUILD)/symbolize/main.o,$(SYM_OBJ))
 UNIT_SRC := $(wildcard tests/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/libhookprof.so $(BUILD)/libhookprof.a $(BUILD)/hookprof $(BUILD)/hookprof.pc
+all: $(BUILD)/libhookprof.so $(BUILD)/libhookprof.a $(BUILD)/hookprof
 
 $(BUILD)/lib/%.o $(BUILD)/hooks/%.o: CFLAGS_EXTRA = $(LIB_CFLAGS)
 $(BUILD)/symbolize/%.o $(BUILD)/tests/%.o: CFLAGS_EXTRA = $(HP_CFLAGS) -Ilib
@@ -44,9 +44,6 @@ $(BUILD)/libhookprof.a: $(LIB_OBJ)
 
 $(BUILD)/hookprof: $(SYM_OBJ) $(BUILD)/lib/hp_config.o
 	$(CC) $(CFLAGS) -pthread -o $@ $(SYM_OBJ) $(BUILD)/lib/hp_config.o $(SYM_LIBS)
-
-$(BUILD)/hookprof.pc: hookprof.pc.in Makefile
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 $(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a
 	$(CC) $(CFLAGS) -pthread -o $@ $< $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a $(SYM_LIBS) -lcheck -lsubunit -lm -lrt
@@ -69,7 +66,10 @@ install: all
 	install -m 755 $(BUILD)/libhookprof.so $(DESTDIR)$(PREFIX)/lib/libhookprof.so
 	install -m 644 $(BUILD)/libhookprof.a $(DESTDIR)$(PREFIX)/lib/libhookprof.a
 	install -m 644 include/hookprof.h $(DESTDIR)$(PREFIX)/include/hookprof.h
-	install -m 644 $(BUILD)/hookprof.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/hookprof.pc
+	# Made here, not in all: it must name the PREFIX of this install.
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' hookprof.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/hookprof.pc
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/hookprof.pc
 
 clean:
 	rm -rf $(BUILD)

@@ -637,6 +637,43 @@ check "report without --format: a table, exit status 0, nothing on stderr" "stat
 check "report table: a row with nest_c and its 30 calls, none with a CSV header" "$(brief "$T/table.out")" \
 	awk -v h="$HEADER" '$0 == h { csv = 1 } /(^|[^_a-z])nest_c([^_a-z]|$)/ { for (i = 1; i <= NF; i++) if ($i == "30") found = 1 } END { exit csv || !found }' "$T/table.out"
 
+# ---- installed: make install, then the README's pkg-config line ----------
+
+STAGE=$T/stage
+if make -C "$ROOT" -s install PREFIX=/opt/hp DESTDIR="$STAGE" >"$T/install.log" 2>&1; then
+	missing=""
+	for f in bin/hookprof lib/libhookprof.so lib/libhookprof.a include/hookprof.h lib/pkgconfig/hookprof.pc; do
+		[ -f "$STAGE/opt/hp/$f" ] || missing="$missing $f"
+	done
+	check "install DESTDIR=… PREFIX=/opt/hp: every file in place" "missing:$missing" [ -z "$missing" ]
+	check "install PREFIX=/opt/hp: hookprof.pc names that prefix" "$(brief "$STAGE/opt/hp/lib/pkgconfig/hookprof.pc")" \
+		grep -qx 'prefix=/opt/hp' "$STAGE/opt/hp/lib/pkgconfig/hookprof.pc"
+else
+	nok "install DESTDIR=… PREFIX=/opt/hp" "$(brief "$T/install.log")"
+fi
+P=$T/prefix
+if make -C "$ROOT" -s install PREFIX="$P" >"$T/install.log" 2>&1; then
+	ok "install PREFIX=$P"
+	if flags=$(PKG_CONFIG_PATH=$P/lib/pkgconfig pkg-config --cflags --libs hookprof 2>"$T/pc.err") &&
+		# shellcheck disable=SC2086 # the flags are words
+		gcc "${IF[@]}" -O1 "$SRC/nested.c" -o "$B/nested_pc" $flags >"$BUILD_LOG" 2>&1; then
+		ok "installed: gcc -finstrument-functions prog.c \$(pkg-config --cflags --libs hookprof)"
+		HP_SAVED=$HP
+		HP=$P/bin/hookprof
+		run linked installed-pc nested_pc
+		check_run "installed, linked through pkg-config" linked 0 "$NESTED_OUT"
+		nested_checks "installed, linked through pkg-config" nested_pc
+		run record installed-record nested_O0
+		check_run "installed hookprof record (finds ../lib/libhookprof.so)" record 0 "$NESTED_OUT"
+		nested_checks "installed hookprof record" nested_O0
+		HP=$HP_SAVED
+	else
+		nok "installed: build with pkg-config" "$(cat "$T/pc.err" 2>/dev/null) $(brief "$BUILD_LOG")"
+	fi
+else
+	nok "install PREFIX=$P" "$(brief "$T/install.log")"
+fi
+
 # ---- unwritable trace file ----------------------------------------------
 
 for mode in linked preload; do
