@@ -84,7 +84,7 @@ static int dict_grow(struct hp_dict *d)
 }
 
 /* Index of addr; a new address gets the next index and a DEFINE record. */
-static int64_t dict_index(struct hp_dict *d, uint64_t addr, uint8_t **out)
+static int64_t dict_index_slow(struct hp_dict *d, uint64_t addr, uint8_t **out)
 {
 	uint64_t key = slot_key(addr);
 	for (uint32_t i = slot_of(key, d->mask);; i = (i + 1) & d->mask) {
@@ -104,18 +104,30 @@ static int64_t dict_index(struct hp_dict *d, uint64_t addr, uint8_t **out)
 	return index;
 }
 
-static int stack_push(struct hp_enc_stream *s, uint32_t index)
+/* Index of addr, or a new one and its DEFINE op appended at *out. Most
+ * lookups hit the first slot probed: that is inline, the rest out of line,
+ * through a copy of the output pointer so that the caller's can stay in a
+ * register. */
+static inline int64_t dict_index(struct hp_dict *d, uint64_t addr, uint8_t **out)
 {
-	if (s->depth == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : STACK_INITIAL;
-		uint32_t *stack = hp_pages_grow(s->stack, s->cap * sizeof(uint32_t),
-						cap * sizeof(uint32_t));
-		if (!stack)
-			return -1;
-		s->stack = stack;
-		s->cap = cap;
-	}
-	s->stack[s->depth++] = index;
+	uint64_t key = slot_key(addr);
+	uint32_t i = slot_of(key, d->mask);
+	if (likely(d->slot_addr[i] == key))
+		return d->slot_index[i];
+	uint8_t *q = *out;
+	int64_t index = dict_index_slow(d, addr, &q);
+	*out = q;
+	return index;
+}
+
+static int stack_grow(struct hp_enc_stream *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : STACK_INITIAL;
+	uint32_t *stack = hp_pages_grow(s->stack, s->cap * sizeof(uint32_t), cap * sizeof(uint32_t));
+	if (!stack)
+		return -1;
+	s->stack = stack;
+	s->cap = cap;
 	return 0;
 }
 
@@ -170,29 +182,48 @@ static int encode_exit_other(struct hp_dict *d, struct hp_enc_stream *s, uint64_
 	return 0;
 }
 
+/*
+ * The loop keeps the stream's depth and stack in locals: every store through
+ * the uint8_t output pointer may alias a struct field, so fields would be
+ * reloaded per event. They go back to *s around the out-of-line cases.
+ */
 ssize_t hp_encode(struct hp_dict *d, struct hp_enc_stream *s,
 		  const struct hp_raw *ev, size_t n, uint8_t *out)
 {
 	uint8_t *p = out;
 	uint64_t last = s->last_tick;
+	size_t depth = s->depth;
+	uint32_t *stack = s->stack;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t delta = ev[i].tick - last;
-		uint64_t addr = ev[i].addr & ~HP_RAW_EXIT;
-		last = ev[i].tick;
-		if (ev[i].addr & HP_RAW_EXIT) {
-			if (likely(s->depth && d->addr_of[s->stack[s->depth - 1]] == addr)) {
-				s->depth--;
+		uint64_t raw = ev[i].addr, tick = ev[i].tick;
+		uint64_t delta = tick - last;
+		uint64_t addr = raw & ~HP_RAW_EXIT;
+		last = tick;
+		if (raw & HP_RAW_EXIT) {
+			if (likely(depth && d->addr_of[stack[depth - 1]] == addr)) {
+				depth--;
 				p = put_exit_top(p, delta);
-			} else if (encode_exit_other(d, s, addr, delta, &p) < 0) {
-				return -1;
+				continue;
 			}
+			s->depth = depth;
+			if (encode_exit_other(d, s, addr, delta, &p) < 0)
+				return -1;
+			depth = s->depth;
 			continue;
 		}
 		int64_t index = dict_index(d, addr, &p);
-		if (index < 0 || stack_push(s, (uint32_t)index) < 0)
+		if (index < 0)
 			return -1;
+		if (unlikely(depth == s->cap)) {
+			s->depth = depth;
+			if (stack_grow(s) < 0)
+				return -1;
+			stack = s->stack;
+		}
+		stack[depth++] = (uint32_t)index;
 		p = put_enter(p, (uint32_t)index, delta);
 	}
+	s->depth = depth;
 	s->last_tick = last;
 	return p - out;
 }
