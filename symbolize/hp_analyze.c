@@ -138,7 +138,11 @@ int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	free(ps.dec);
 	hp_evbuf_free(&ps.evbuf);
 	hp_reader_close(r);
-	return rc ? fail_in(path, err, errlen) : 0;
+	if (!rc)
+		return 0;
+	/* Nothing for the caller to free after a failure (freeing again is harmless). */
+	hp_analysis_free(a);
+	return fail_in(path, err, errlen);
 }
 
 void hp_analysis_free(struct hp_analysis *a)

@@ -27,7 +27,8 @@ typedef int (*hp_event_fn)(void *arg, const struct hp_analysis *a, uint32_t stre
 
 enum { HP_ANALYZE_ALLOW_PARTIAL = 1 };
 
-/* 0, or -1 with a one-line reason naming the file in err. */
+/* 0, or -1 with a one-line reason naming the file in err; after a failure
+ * *a holds nothing to free. */
 int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	       struct hp_analysis *a, char *err, size_t errlen);
 void hp_analysis_free(struct hp_analysis *a);
