@@ -21,8 +21,6 @@ struct pass {
 static struct hp_dec_stream *decoder_of(struct pass *ps, uint32_t stream)
 {
 	if (stream >= ps->ndec) {
-		if (stream > (1u << 24))
-			return NULL;
 		size_t n = (size_t)stream + 8;
 		struct hp_dec_stream *d = realloc(ps->dec, n * sizeof(*d));
 		if (!d)
@@ -43,8 +41,9 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 		return -1;
 	}
 	uint32_t stream = hp_rd32(payload), nevents = hp_rd32(payload + 4);
-	struct hp_dec_stream *d = decoder_of(ps, stream);
+	/* hp_trace_stream refuses ids the file is too small to hold. */
 	struct hp_stream_info *si = hp_trace_stream(&a->info, stream);
+	struct hp_dec_stream *d = si ? decoder_of(ps, stream) : NULL;
 	if (!d || !si) {
 		snprintf(err, errlen, "corrupt events record (stream %u)", stream);
 		return -1;
@@ -62,6 +61,7 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	hp_profile_reached(&a->prof, stream, d->tick);
 	if (ps->on_events && ps->on_events(ps->arg, a, stream, ps->evbuf.ev, ps->evbuf.n)) {
 		snprintf(err, errlen, "cannot write the output");
 		return -1;
@@ -127,6 +127,7 @@ int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	struct hp_reader *r = hp_reader_open(path, err, errlen);
 	if (!r)
 		return -1;
+	a->info.stream_limit = hp_trace_stream_limit(hp_reader_size(r));
 	struct pass ps = { .a = a, .on_events = on_events, .arg = arg };
 	int rc = read_all(&ps, r, err, errlen);
 	if (!rc)

@@ -79,7 +79,7 @@ static int exit_other(struct hp_dec_stream *s, uint32_t func, struct hp_evbuf *o
 long hp_decode(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t *p, size_t len,
 	       struct hp_evbuf *out, char *err, size_t errlen)
 {
-	const uint8_t *end = p + len, *start = p;
+	const uint8_t *end = p + len, *start = p, *op_at = p;
 	const char *reason = "out of memory";
 	uint64_t tick = s->tick, u, v;
 	long recorded = 0;
@@ -88,6 +88,7 @@ long hp_decode(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t *p, si
 	if (grow_events(out, len))
 		goto bad;
 	while (p < end) {
+		op_at = p;
 		uint8_t op = *p++;
 		if (op & HP_OP_EXIT_SHORT) {
 			NEED(s->depth, "exit with no open frame");
@@ -137,8 +138,9 @@ long hp_decode(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t *p, si
 	s->tick = tick;
 	return recorded;
 bad:
+	/* Where the entry that failed begins: p may be NULL after a bad varint. */
 	snprintf(err, errlen, "corrupt event data (%s at byte %ld of a record)", reason,
-		 (long)(p ? p - start : -1));
+		 (long)(op_at - start));
 	return -1;
 }
 

@@ -143,6 +143,13 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 	return 0;
 }
 
+void hp_profile_reached(struct hp_profile *p, uint32_t stream, uint64_t tick)
+{
+	struct hp_pstream *s = stream < p->nstreams ? &p->streams[stream] : NULL;
+	if (s && s->started && tick > s->last_tick)
+		s->last_tick = tick;
+}
+
 void hp_profile_finish(struct hp_profile *p)
 {
 	for (uint32_t i = 0; i < p->nstreams; i++) {

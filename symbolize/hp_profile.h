@@ -46,6 +46,10 @@ int hp_profile_init(struct hp_profile *p);
 /* Folds one decoded record of `stream` in. 0, or -1 out of memory. */
 int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n,
 		    size_t nfuncs);
+/* The stream's clock reached tick through something that is no event of
+ * the profile's (an exit of a function entered before the trace began):
+ * frames left open at the end last until there. */
+void hp_profile_reached(struct hp_profile *p, uint32_t stream, uint64_t tick);
 /* Closes frames still open at the end of each stream (functions that never
  * returned: main calling exit(), threads still running) at its last tick. */
 void hp_profile_finish(struct hp_profile *p);

@@ -266,11 +266,26 @@ static int parse_modules(struct hp_trace_info *info, struct cursor *c)
 	return 0;
 }
 
+/*
+ * Stream ids are dense from 0 and every stream has a record of its own (a
+ * THREAD or LOST record, 20 bytes at least), so a file of `size` bytes
+ * holds fewer than size / 20 streams: a larger id is corruption, and must
+ * not make the reader allocate for it.
+ */
+uint32_t hp_trace_stream_limit(uint64_t size)
+{
+	uint64_t n = size / 20 + 1;
+	return n < HP_STREAMS_MAX ? (uint32_t)n : HP_STREAMS_MAX;
+}
+
+uint64_t hp_reader_size(const struct hp_reader *r) { return r->size; }
+
 struct hp_stream_info *hp_trace_stream(struct hp_trace_info *info, uint32_t stream)
 {
+	uint32_t limit = info->stream_limit ? info->stream_limit : HP_STREAMS_MAX;
+	if (stream >= limit)
+		return NULL;
 	if (stream >= info->nstreams) {
-		if (stream > (1u << 24))
-			return NULL;
 		size_t n = (size_t)stream + 16;
 		struct hp_stream_info *s = realloc(info->streams, n * sizeof(*s));
 		if (!s)

@@ -53,7 +53,12 @@ struct hp_trace_info {
 	uint64_t lost_global;
 	int has_end;
 	uint64_t end_events, end_lost;
+	uint32_t stream_limit; /* stream ids from here on are corrupt; 0: HP_STREAMS_MAX */
 };
+
+#define HP_STREAMS_MAX (1u << 24)
+/* The stream_limit for a file of `size` bytes. */
+uint32_t hp_trace_stream_limit(uint64_t size);
 
 struct hp_reader;
 
@@ -63,6 +68,7 @@ struct hp_reader *hp_reader_open(const char *path, char *err, size_t errlen);
 int hp_reader_next(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
 		   uint32_t *size, char *err, size_t errlen);
 void hp_reader_close(struct hp_reader *r);
+uint64_t hp_reader_size(const struct hp_reader *r);
 
 /* Folds a non-EVENTS record into info. 0, or -1 with a reason. */
 int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *payload,

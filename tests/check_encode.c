@@ -464,7 +464,7 @@ START_TEST(test_corrupt_inputs)
 
 	static const uint8_t empty_exit[] = { 0x83 };
 	ck_assert_int_eq(decode_bad(empty_exit, 1), -1);
-	ck_assert_str_eq(err, "corrupt event data (exit with no open frame at byte 1 of a record)");
+	ck_assert_str_eq(err, "corrupt event data (exit with no open frame at byte 0 of a record)");
 
 	static const uint8_t empty_exit_long[] = { 0x40, 0x02 };
 	ck_assert_int_eq(decode_bad(empty_exit_long, 2), -1);
@@ -472,7 +472,7 @@ START_TEST(test_corrupt_inputs)
 
 	static const uint8_t unknown[] = { 0x45 };
 	ck_assert_int_eq(decode_bad(unknown, 1), -1);
-	ck_assert_str_eq(err, "corrupt event data (unknown event code at byte 1 of a record)");
+	ck_assert_str_eq(err, "corrupt event data (unknown event code at byte 0 of a record)");
 }
 END_TEST
 
