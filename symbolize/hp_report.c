@@ -38,6 +38,22 @@ static int add_function(struct hp_rows *rows, const struct hp_analysis *a, struc
 	return 0;
 }
 
+/* Several traces may share a module: its problem is told once. */
+static int add_problem(struct hp_rows *rows, const char *why)
+{
+	for (size_t i = 0; i < rows->nproblems; i++)
+		if (!strcmp(rows->problem[i], why))
+			return 0;
+	char **more = realloc(rows->problem, (rows->nproblems + 1) * sizeof(*more));
+	if (!more)
+		return -1;
+	rows->problem = more;
+	if (!(more[rows->nproblems] = strdup(why)))
+		return -1;
+	rows->nproblems++;
+	return 0;
+}
+
 int hp_rows_add(struct hp_rows *rows, const struct hp_analysis *a, char *err, size_t errlen)
 {
 	struct hp_symbols *sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, errlen);
@@ -47,6 +63,10 @@ int hp_rows_add(struct hp_rows *rows, const struct hp_analysis *a, char *err, si
 	for (uint32_t i = 0; i < a->funcs.n && i < a->prof.nf && !rc; i++)
 		if (a->prof.f[i].calls)
 			rc = add_function(rows, a, sym, i);
+	size_t iter = 0;
+	const char *why;
+	while (!rc && (why = hp_symbols_next_problem(sym, &iter)))
+		rc = add_problem(rows, why);
 	hp_symbols_free(sym);
 	if (rc)
 		snprintf(err, errlen, "out of memory");
@@ -211,5 +231,8 @@ void hp_rows_free(struct hp_rows *rows)
 		free(rows->row[i].module);
 	}
 	free(rows->row);
+	for (size_t i = 0; i < rows->nproblems; i++)
+		free(rows->problem[i]);
+	free(rows->problem);
 	memset(rows, 0, sizeof(*rows));
 }

@@ -20,6 +20,10 @@ struct hp_row {
 struct hp_rows {
 	struct hp_row *row;
 	size_t n, cap;
+	/* Why some names are module+0xoffset (hp_symbols_next_problem), each
+	 * once, for the tool to print as warnings. */
+	char **problem;
+	size_t nproblems;
 };
 
 enum hp_sort { HP_SORT_SELF, HP_SORT_TOTAL, HP_SORT_CALLS, HP_SORT_AVG, HP_SORT_MAX, HP_SORT_NAME };

@@ -1,19 +1,25 @@
 /*
  * hp_symbols.c - addresses to names with an offline libdwfl session: every
- * module file that still exists is reported at its recorded load bias, and
- * each answer is cached by address.
+ * module file that is still the one traced is reported at its recorded load
+ * bias, and each answer is cached by address. A module whose recorded
+ * build-id the file at its path lacks is looked for by build-id when one of
+ * its addresses is first named, so that a rebuilt file never lends it
+ * wrong names.
  */
 #define _GNU_SOURCE
 #include "hp_symbols.h"
 
 #include <dwarf.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* From libstdc++, which the tool links anyway. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -23,7 +29,18 @@ struct sym_module {
 	char *name; /* basename, or "?" when the path is empty */
 	struct hp_segment *seg;
 	uint32_t nseg;
+	uint8_t build_id[64];
+	uint32_t build_id_len; /* 0: none recorded, the file at the path is used as it is */
 	Dwfl_Module *dwfl_mod; /* NULL: not reported, names fall back */
+	/* The file at the recorded path is not the traced one: search by
+	 * build-id when the module is first needed. */
+	int pending;
+	/* Why the names fall back, written while the search is still to come
+	 * (so that running out of memory fails hp_symbols_new, not a warning);
+	 * it becomes the module's problem once the search has failed. */
+	char *why_not_found;
+	int not_found;
+	int named_badly; /* an address was named module+0xoffset for that reason */
 };
 
 struct cache_slot {
@@ -38,6 +55,9 @@ struct cache_slot {
 
 struct hp_symbols {
 	Dwfl *dwfl;
+	/* Both live as long as the session: libdwfl keeps pointers to them. */
+	Dwfl_Callbacks callbacks;
+	char *debug_path; /* libdwfl's debuginfo_path; NULL: its default */
 	struct sym_module *mods;
 	size_t nmods;
 	struct cache_slot *slots;
@@ -49,11 +69,10 @@ struct hp_symbols {
 
 static const char unknown_module[] = "?";
 
-static const Dwfl_Callbacks offline_callbacks = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
-};
+/* The absolute directories of libdwfl's default debuginfo_path
+ * (":.debug:/usr/lib/debug", documented in libdwfl.h): the only ones it
+ * searches by build-id. */
+static const char default_build_id_dirs[] = "/usr/lib/debug";
 
 static char *format_string(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *format_string(const char *fmt, ...)
@@ -110,6 +129,8 @@ static int copy_module(struct sym_module *dst, const struct hp_module *src)
 	const char *base = src->path ? path_basename(src->path) : "";
 	dst->bias = src->bias;
 	dst->name = strdup(*base ? base : unknown_module);
+	dst->build_id_len = src->build_id_len <= sizeof(dst->build_id) ? src->build_id_len : 0;
+	memcpy(dst->build_id, src->build_id, dst->build_id_len);
 	dst->nseg = 0;
 	dst->seg = NULL;
 	if (src->nseg) {
@@ -123,55 +144,236 @@ static int copy_module(struct sym_module *dst, const struct hp_module *src)
 	return 0;
 }
 
+static int same_object(const struct hp_module *a, const struct hp_module *b)
+{
+	return a->bias == b->bias && a->path && b->path && !strcmp(a->path, b->path);
+}
+
 /*
  * The same object can appear more than once in a union of MODULES
  * snapshots, and libdwfl treats a second report of an identical module as
  * an overlap that garbage-collects the first one. Objects that replaced
  * another at the same addresses are just as ambiguous, so only the first
- * module to claim an address range is reported.
+ * module to claim an address range is reported. A module still to be
+ * looked for by build-id has claimed its range too.
  */
 static int claimed_earlier(const struct hp_symbols *s, const struct hp_module *modules, size_t i)
 {
 	for (size_t j = 0; j < i; j++) {
-		if (!s->mods[j].dwfl_mod)
+		if (!s->mods[j].dwfl_mod && !s->mods[j].pending)
 			continue;
 		if (modules_overlap(&s->mods[j], &s->mods[i]) ||
-		    (modules[j].bias == modules[i].bias && !strcmp(modules[j].path, modules[i].path)))
+		    same_object(&modules[j], &modules[i]))
 			return 1;
 	}
 	return 0;
+}
+
+static void hex_string(const uint8_t *bytes, size_t len, char *out)
+{
+	for (size_t i = 0; i < len; i++)
+		sprintf(out + 2 * i, "%02x", bytes[i]);
+	out[2 * len] = 0;
+}
+
+static int has_build_id(Elf *elf, const uint8_t *id, size_t len)
+{
+	const void *found;
+	ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, &found) : -1;
+	return n > 0 && (size_t)n == len && !memcmp(found, id, len);
+}
+
+/* A descriptor of path if it is the file with that build-id, else -1;
+ * *exists tells a missing file from another one. Only regular files are
+ * opened: a FIFO named in a damaged trace must not block the tool. */
+static int open_with_build_id(const char *path, const uint8_t *id, size_t len, int *exists)
+{
+	*exists = is_regular_file(path);
+	int fd = *exists ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		return -1;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	int same = has_build_id(elf, id, len);
+	elf_end(elf);
+	if (same)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/* Written before the search, see sym_module.why_not_found. */
+static char *describe_not_found(const struct sym_module *m, const char *path, int exists)
+{
+	char hex[2 * sizeof(m->build_id) + 1];
+	hex_string(m->build_id, m->build_id_len, hex);
+	if (exists)
+		return format_string("build-id mismatch: %s was rebuilt or replaced after the "
+				     "trace, and no file with its traced build-id %s was found; "
+				     "its functions are named %s+0xOFFSET",
+				     path, hex, m->name);
+	return format_string("%s is missing, and no file with its traced build-id %s was found; "
+			     "its functions are named %s+0xOFFSET",
+			     *path ? path : m->name, hex, m->name);
 }
 
 /*
  * add_p_vaddr makes base the load bias itself, which is what dlpi_addr is;
  * with false, base would be the address of the first segment, which
  * differs for objects whose first PT_LOAD is not at vaddr 0. libdwfl
- * ignores base for ET_EXEC, whose bias is 0 anyway.
+ * ignores base for ET_EXEC, whose bias is 0 anyway. fd -1 lets libdwfl
+ * open path; a descriptor passed in is libdwfl's once reported.
  */
-static void report_modules(struct hp_symbols *s, const struct hp_module *modules)
+static void report_file(struct hp_symbols *s, struct sym_module *m, const char *path, int fd)
+{
+	m->dwfl_mod = dwfl_report_elf(s->dwfl, m->name, path, fd, m->bias, true);
+	if (!m->dwfl_mod && fd >= 0)
+		close(fd);
+}
+
+/* Only out of memory fails. */
+static int report_modules(struct hp_symbols *s, const struct hp_module *modules)
 {
 	for (size_t i = 0; i < s->nmods; i++) {
-		const char *path = modules[i].path;
-		if (!path || !*path || !is_regular_file(path) ||
-		    claimed_earlier(s, modules, i))
+		struct sym_module *m = &s->mods[i];
+		const char *path = modules[i].path ? modules[i].path : "";
+		if (claimed_earlier(s, modules, i))
 			continue;
-		s->mods[i].dwfl_mod = dwfl_report_elf(s->dwfl, s->mods[i].name, path, -1,
-						      modules[i].bias, true);
+		if (!m->build_id_len) {
+			if (*path && is_regular_file(path))
+				report_file(s, m, path, -1);
+			continue;
+		}
+		int exists = 0, fd = -1;
+		if (*path)
+			fd = open_with_build_id(path, m->build_id, m->build_id_len, &exists);
+		if (fd >= 0) {
+			report_file(s, m, path, fd);
+			continue;
+		}
+		m->pending = 1;
+		m->why_not_found = describe_not_found(m, path, exists);
+		if (!m->why_not_found)
+			return -1;
 	}
+	return 0;
+}
+
+/*
+ * libdwfl's own search for an ELF file by build-id: ".build-id/xx/yyyy"
+ * under the absolute directories of the debug path, then debuginfod if the
+ * user has set DEBUGINFOD_URLS. It reads the build-id from a module, so a
+ * placeholder gets it in a scratch session, away from the real address
+ * space; the file found is then reported there at the recorded load bias.
+ */
+static int find_elf_by_build_id(struct hp_symbols *s, const struct sym_module *m, char **path)
+{
+	Dwfl *scratch = dwfl_begin(&s->callbacks);
+	if (!scratch)
+		return -1;
+	int fd = -1;
+	dwfl_report_begin(scratch);
+	Dwfl_Module *mod = dwfl_report_module(scratch, m->name, 0, 1);
+	if (mod && dwfl_module_report_build_id(mod, m->build_id, m->build_id_len, 0) == 0 &&
+	    dwfl_report_end(scratch, NULL, NULL) == 0) {
+		void *userdata = NULL;
+		Elf *elf = NULL;
+		fd = dwfl_build_id_find_elf(mod, &userdata, m->name, 0, path, &elf);
+		elf_end(elf); /* report_file opens its own */
+	}
+	dwfl_end(scratch);
+	return fd;
+}
+
+/*
+ * The separate debug file ".build-id/xx/yyyy.debug" under the same
+ * directories, the only thing Debian's -dbgsym packages and most symbol
+ * stores keep. It has the program headers, symbol table and DWARF of the
+ * stripped file, all that naming needs, so it stands in for a main file
+ * that is gone. Relative entries of the path name places next to the main
+ * file, and there is none.
+ */
+static int find_debug_file_by_build_id(const struct hp_symbols *s, const struct sym_module *m,
+				       char **path)
+{
+	char hex[2 * sizeof(m->build_id) + 1];
+	hex_string(m->build_id, m->build_id_len, hex);
+	char *dirs = strdup(s->debug_path ? s->debug_path : default_build_id_dirs);
+	char *next = NULL;
+	int fd = -1;
+	for (char *dir = dirs ? strtok_r(dirs, ":", &next) : NULL; dir && fd < 0;
+	     dir = strtok_r(NULL, ":", &next)) {
+		dir += strspn(dir, "+-"); /* checksum flags */
+		if (*dir != '/')
+			continue;
+		char *file = format_string("%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2);
+		int exists;
+		fd = file ? open_with_build_id(file, m->build_id, m->build_id_len, &exists) : -1;
+		if (fd >= 0)
+			*path = file;
+		else
+			free(file);
+	}
+	free(dirs);
+	return fd;
+}
+
+/* debuginfod hands over a descriptor without a name; libdwfl wants one. */
+static char *descriptor_path(int fd)
+{
+	char link[64], buf[4096];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	return strdup(buf);
+}
+
+/* Once per module, when its first address is named: what is found is added
+ * to the session, which libdwfl allows after lookups. */
+static void locate_by_build_id(struct hp_symbols *s, struct sym_module *m)
+{
+	char *path = NULL;
+	m->pending = 0;
+	int fd = find_elf_by_build_id(s, m, &path);
+	if (fd < 0)
+		fd = find_debug_file_by_build_id(s, m, &path);
+	if (fd >= 0 && !path)
+		path = descriptor_path(fd);
+	if (fd >= 0 && path) {
+		dwfl_report_begin_add(s->dwfl);
+		report_file(s, m, path, fd);
+		dwfl_report_end(s->dwfl, NULL, NULL);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	free(path);
+	m->not_found = !m->dwfl_mod;
 }
 
 struct hp_symbols *hp_symbols_new(const struct hp_module *modules, size_t n,
 				  char *err, size_t errlen)
 {
+	const char *env = getenv("HOOKPROF_DEBUG_PATH");
+	return hp_symbols_new_debug_path(modules, n, env && *env ? env : NULL, err, errlen);
+}
+
+struct hp_symbols *hp_symbols_new_debug_path(const struct hp_module *modules, size_t n,
+					     const char *debug_path, char *err, size_t errlen)
+{
 	struct hp_symbols *s = calloc(1, sizeof(*s));
-	if (!s) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	s->dwfl = dwfl_begin(&offline_callbacks);
+	if (!s || (debug_path && !(s->debug_path = strdup(debug_path))))
+		goto nomem;
+	s->callbacks = (Dwfl_Callbacks){
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &s->debug_path,
+	};
+	s->dwfl = dwfl_begin(&s->callbacks);
 	if (!s->dwfl) {
 		snprintf(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
-		free(s);
+		hp_symbols_free(s);
 		return NULL;
 	}
 	s->mods = n ? calloc(n, sizeof(*s->mods)) : NULL;
@@ -185,7 +387,8 @@ struct hp_symbols *hp_symbols_new(const struct hp_module *modules, size_t n,
 			goto nomem;
 	}
 	dwfl_report_begin(s->dwfl);
-	report_modules(s, modules);
+	if (report_modules(s, modules) < 0)
+		goto nomem;
 	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
 		snprintf(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
 		hp_symbols_free(s);
@@ -215,10 +418,12 @@ void hp_symbols_free(struct hp_symbols *s)
 	for (size_t i = 0; i < s->nmods; i++) {
 		free(s->mods[i].name);
 		free(s->mods[i].seg);
+		free(s->mods[i].why_not_found);
 	}
 	free(s->mods);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
+	free(s->debug_path);
 	free(s);
 }
 
@@ -362,12 +567,33 @@ static void resolve(struct hp_symbols *s, uint64_t addr, struct cache_slot *slot
 		return;
 	}
 	slot->module = m->name;
+	if (m->pending)
+		locate_by_build_id(s, m);
 	if (m->dwfl_mod && (slot->name = function_name(m->dwfl_mod, addr))) {
 		slot->resolved = 1;
 		source_location(m->dwfl_mod, addr, slot);
 		return;
 	}
+	m->named_badly |= m->not_found;
 	slot->name = format_string("%s+0x%" PRIx64, m->name, addr - m->bias);
+}
+
+const char *hp_symbols_next_problem(const struct hp_symbols *s, size_t *iter)
+{
+	while (*iter < s->nmods) {
+		const struct sym_module *m = &s->mods[(*iter)++];
+		if (m->named_badly)
+			return m->why_not_found;
+	}
+	return NULL;
+}
+
+const char *hp_symbols_problem_at(struct hp_symbols *s, uint64_t addr)
+{
+	struct sym_module *m = module_at(s, addr);
+	if (m && m->pending)
+		locate_by_build_id(s, m);
+	return m && m->not_found ? m->why_not_found : NULL;
 }
 
 static void fill_out(const struct cache_slot *slot, struct hp_symbol *out)

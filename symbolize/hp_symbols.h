@@ -3,6 +3,14 @@
  * with elfutils libdwfl: each module of the trace's module map is reported
  * at its recorded load address; DWARF first, then the ELF symbol table, then
  * module+0xoffset. C++ names are demangled.
+ *
+ * Where the trace recorded a module's build-id, the file at its path is used
+ * only if it has that build-id; otherwise the file is looked for by build-id
+ * as libdwfl does (".build-id/xx/yyyy" under the debug directories, then
+ * debuginfod if DEBUGINFOD_URLS is set), and failing that its separate debug
+ * file ".build-id/xx/yyyy.debug" stands in for it. Separate debug files of
+ * the files used are found by build-id or .gnu_debuglink in the same
+ * directories.
  */
 #ifndef HP_SYMBOLS_H
 #define HP_SYMBOLS_H
@@ -23,12 +31,37 @@ struct hp_symbol {
 struct hp_symbols;
 
 /* NULL with a reason in err only if libdwfl itself cannot start; modules
- * whose files are missing just resolve to module+0xoffset later. */
+ * whose files are missing just resolve to module+0xoffset later. The debug
+ * directories are HOOKPROF_DEBUG_PATH's, when it is set and not empty. */
 struct hp_symbols *hp_symbols_new(const struct hp_module *modules, size_t n,
 				  char *err, size_t errlen);
+/* The same with debug_path, a colon-separated list in the syntax of libdwfl's
+ * Dwfl_Callbacks.debuginfo_path; NULL: libdwfl's default,
+ * ":.debug:/usr/lib/debug". */
+struct hp_symbols *hp_symbols_new_debug_path(const struct hp_module *modules, size_t n,
+					     const char *debug_path, char *err, size_t errlen);
 /* Fills out; the strings live as long as the hp_symbols. Never fails: an
  * unknown address gets "0x1234" with module "?". */
 void hp_symbols_lookup(struct hp_symbols *s, uint64_t addr, struct hp_symbol *out);
+/*
+ * Why the functions of the module containing addr are named module+0xoffset
+ * although the trace recorded its build-id: the file at its path has another
+ * build-id (it was rebuilt) or is missing, and no file with that build-id was
+ * found. One line naming the file, e.g. "build-id mismatch: /path was rebuilt
+ * or replaced after the trace, ..."; it lives as long as s. NULL otherwise,
+ * also when no build-id was recorded or no module contains addr. The first
+ * question about such a module searches for it, as naming one of its
+ * addresses would; no module is searched for twice. Callers warn about the
+ * modules of the addresses they name only: a library the program merely
+ * loaded may have been updated since, and no name depends on it.
+ */
+const char *hp_symbols_problem_at(struct hp_symbols *s, uint64_t addr);
+/*
+ * The problems (as above) of the modules whose addresses hp_symbols_lookup
+ * has named so far, one per call: *iter starts at 0; NULL after the last.
+ * These are the warnings a tool owes its user about the names it printed.
+ */
+const char *hp_symbols_next_problem(const struct hp_symbols *s, size_t *iter);
 void hp_symbols_free(struct hp_symbols *s);
 
 #endif

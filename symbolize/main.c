@@ -51,7 +51,9 @@ static const char usage_text[] =
 	"  -h, --help               this text;  --version  the version\n"
 	"\n"
 	"environment of a traced program: HOOKPROF_OUTPUT (file, %p = pid, %n = program,\n"
-	"or a directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK (see record).\n";
+	"or a directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK (see record).\n"
+	"environment of report and dump: HOOKPROF_DEBUG_PATH (where separate debug files\n"
+	"and files by build-id are looked for; libdwfl's syntax), DEBUGINFOD_URLS.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -215,6 +217,15 @@ static int cmd_record(int argc, char **argv)
 	return run_recorded(&o, lib, argv + optind);
 }
 
+/* ---- warnings about names ----------------------------------------------- */
+
+/* After the output, which they do not stop: it is still right, only some
+ * names are module+0xoffset, and the user should know why. */
+static void warn_names(const char *why)
+{
+	fprintf(stderr, "hookprof: warning: %s\n", why);
+}
+
 /* ---- report ---------------------------------------------------------- */
 
 /* The newest *.hookprof in the working directory. */
@@ -313,9 +324,13 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 	hp_rows_finish(&rows, o->sort);
 	rc = o->csv ? hp_rows_print_csv(stdout, &rows, o->limit)
 		    : hp_rows_print_table(stdout, &rows, o->limit);
-	hp_rows_free(&rows);
-	if (rc || fflush(stdout))
+	if (rc || fflush(stdout)) {
+		hp_rows_free(&rows);
 		return print_error("cannot write the report to standard output");
+	}
+	for (size_t i = 0; i < rows.nproblems; i++)
+		warn_names(rows.problem[i]);
+	hp_rows_free(&rows);
 	return 0;
 }
 
@@ -464,11 +479,21 @@ static int cmd_dump(int argc, char **argv)
 	char err[ERRLEN];
 	printf("# tid time_ns enter|exit function (time from the first event; exact until the end record is read)\n");
 	int rc = hp_analyze(argv[1], flags, dump_events, &d, &a, err, sizeof(err));
-	hp_symbols_free(d.sym);
-	if (rc)
+	if (rc) {
+		hp_symbols_free(d.sym);
 		return print_error(err);
+	}
 	hp_analysis_free(&a);
-	return fflush(stdout) ? print_error("cannot write to standard output") : 0;
+	if (fflush(stdout)) {
+		hp_symbols_free(d.sym);
+		return print_error("cannot write to standard output");
+	}
+	size_t iter = 0;
+	const char *why;
+	while (d.sym && (why = hp_symbols_next_problem(d.sym, &iter)))
+		warn_names(why);
+	hp_symbols_free(d.sym);
+	return 0;
 }
 
 int main(int argc, char **argv)

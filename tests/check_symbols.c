@@ -1,7 +1,7 @@
 /*
  * check_symbols.c - hp_symbols against real objects of this very process
  * (the test binary, built with -g, and libstdc++), described the way the
- * runtime records them: from dl_iterate_phdr.
+ * runtime records them: from dl_iterate_phdr, with their build-ids.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../symbolize/hp_symbols.h"
@@ -60,6 +61,28 @@ static char *object_path(const char *name)
 	return strdup(buf);
 }
 
+/* The NT_GNU_BUILD_ID note of a PT_NOTE segment, as lib/hp_modules.c
+ * finds it. */
+static void note_build_id(const ElfW(Phdr) *ph, ElfW(Addr) bias, struct hp_module *m)
+{
+	const uint8_t *p = (const uint8_t *)(bias + ph->p_vaddr);
+	const uint8_t *end = p + ph->p_memsz;
+	while (p + sizeof(ElfW(Nhdr)) <= end) {
+		const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+		const uint8_t *name = p + sizeof(*nh);
+		const uint8_t *desc = name + ((nh->n_namesz + 3) & ~3u);
+		if (desc + nh->n_descsz > end)
+			return;
+		if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+		    nh->n_descsz <= sizeof(m->build_id)) {
+			memcpy(m->build_id, desc, nh->n_descsz);
+			m->build_id_len = nh->n_descsz;
+			return;
+		}
+		p = desc + ((nh->n_descsz + 3) & ~3u);
+	}
+}
+
 static void describe_object(const struct dl_phdr_info *info, struct hp_module *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -68,6 +91,8 @@ static void describe_object(const struct dl_phdr_info *info, struct hp_module *m
 	m->seg = calloc(info->dlpi_phnum, sizeof(*m->seg));
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_NOTE && !m->build_id_len)
+			note_build_id(ph, info->dlpi_addr, m);
 		if (ph->p_type != PT_LOAD)
 			continue;
 		m->seg[m->nseg++] = (struct hp_segment){
@@ -120,6 +145,14 @@ static struct hp_symbols *symbols_or_fail(const struct hp_module *mods, size_t n
 	char err[256] = "";
 	struct hp_symbols *s = hp_symbols_new(mods, n, err, sizeof(err));
 	ck_assert_msg(s != NULL, "hp_symbols_new: %s", err);
+	return s;
+}
+
+static struct hp_symbols *symbols_in(const struct hp_module *mods, size_t n, const char *debug_path)
+{
+	char err[256] = "";
+	struct hp_symbols *s = hp_symbols_new_debug_path(mods, n, debug_path, err, sizeof(err));
+	ck_assert_msg(s != NULL, "hp_symbols_new_debug_path: %s", err);
 	return s;
 }
 
@@ -210,6 +243,9 @@ START_TEST(test_missing_file_falls_back_to_offset)
 	ck_assert_str_eq(sym.name, "linux-vdso.so.1+0xa10");
 	ck_assert_str_eq(sym.module, "linux-vdso.so.1");
 	ck_assert_int_eq(sym.resolved, 0);
+	/* Without a recorded build-id nobody can tell which file it was. */
+	ck_assert_ptr_null(hp_symbols_problem_at(s, 0x7f0000001234));
+	ck_assert_ptr_null(hp_symbols_problem_at(s, 0x7ffd00000a10));
 	hp_symbols_free(s);
 	free_module(&m[0]);
 	free_module(&m[1]);
@@ -347,6 +383,195 @@ START_TEST(test_many_addresses)
 }
 END_TEST
 
+/* ---- build-ids ---------------------------------------------------------- */
+
+/* A debug directory of our own, so that the machine's /usr/lib/debug plays
+ * no part: DIR/.build-id/xx/yyyy[suffix], a symbolic link to this test
+ * binary (as debug packages link to the files they belong to), or nothing
+ * with suffix NULL. */
+struct debug_dir {
+	char dir[64];
+	char sub[128];
+	char link[256];
+};
+
+static void make_debug_dir(struct debug_dir *d, const struct hp_module *m, const char *suffix)
+{
+	char hex[2 * sizeof(m->build_id) + 1];
+	for (uint32_t i = 0; i < m->build_id_len; i++)
+		sprintf(hex + 2 * i, "%02x", m->build_id[i]);
+	snprintf(d->dir, sizeof(d->dir), "/tmp/check_symbols.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(d->dir));
+	d->link[0] = 0;
+	snprintf(d->sub, sizeof(d->sub), "%s/.build-id", d->dir);
+	ck_assert_int_eq(mkdir(d->sub, 0700), 0);
+	snprintf(d->sub, sizeof(d->sub), "%s/.build-id/%.2s", d->dir, hex);
+	ck_assert_int_eq(mkdir(d->sub, 0700), 0);
+	if (!suffix)
+		return;
+	snprintf(d->link, sizeof(d->link), "%s/%s%s", d->sub, hex + 2, suffix);
+	char *exe = object_path(NULL);
+	ck_assert_int_eq(symlink(exe, d->link), 0);
+	free(exe);
+}
+
+static void remove_debug_dir(struct debug_dir *d)
+{
+	if (d->link[0])
+		unlink(d->link);
+	rmdir(d->sub);
+	char *slash = strrchr(d->sub, '/');
+	*slash = 0;
+	rmdir(d->sub);
+	rmdir(d->dir);
+}
+
+/* This binary as the trace would record it, its file gone: the same base
+ * name in a directory that does not exist. */
+static void self_moved_away(struct hp_module *m)
+{
+	module_containing(target_addr(), m);
+	char *moved = NULL;
+	ck_assert_int_gt(asprintf(&moved, "/nonexistent/dir/%s", strrchr(m->path, '/') + 1), 0);
+	free(m->path);
+	m->path = moved;
+}
+
+START_TEST(test_matching_build_id_is_used)
+{
+	struct hp_module self;
+	module_containing(target_addr(), &self);
+	ck_assert_msg(self.build_id_len > 0, "this test binary has no build-id (ld --build-id)");
+	struct hp_symbols *s = symbols_or_fail(&self, 1);
+	struct hp_symbol sym;
+	hp_symbols_lookup(s, target_addr(), &sym);
+	assert_is_target(&sym);
+	ck_assert_ptr_null(hp_symbols_problem_at(s, target_addr()));
+	hp_symbols_free(s);
+	free_module(&self);
+}
+END_TEST
+
+/* The file at the path is not the traced one (here: the build-id recorded
+ * is another): its names would be wrong, so there are none, and why. */
+START_TEST(test_build_id_mismatch_falls_back)
+{
+	struct hp_module self;
+	module_containing(target_addr(), &self);
+	ck_assert_uint_gt(self.build_id_len, 0);
+	self.build_id[0] ^= 0xff;
+	struct debug_dir d;
+	make_debug_dir(&d, &self, NULL);
+	struct hp_symbols *s = symbols_in(&self, 1, d.dir);
+	struct hp_symbol sym;
+	hp_symbols_lookup(s, target_addr(), &sym);
+	char want[256];
+	const char *base = strrchr(self.path, '/') + 1;
+	snprintf(want, sizeof(want), "%s+0x%" PRIx64, base, target_addr() - self.bias);
+	ck_assert_str_eq(sym.name, want);
+	ck_assert_str_eq(sym.module, base);
+	ck_assert_ptr_null(sym.file);
+	ck_assert_int_eq(sym.resolved, 0);
+	const char *why = hp_symbols_problem_at(s, target_addr());
+	ck_assert_ptr_nonnull(why);
+	ck_assert_msg(strstr(why, "build-id mismatch") && strstr(why, self.path),
+		      "problem: %s", why);
+	ck_assert_msg(!strchr(why, '\n'), "problem is not one line: %s", why);
+	/* One problem per module, whichever address asks. */
+	ck_assert_ptr_eq(hp_symbols_problem_at(s, target_addr() + 1), why);
+	ck_assert_ptr_null(hp_symbols_problem_at(s, 0x10));
+	hp_symbols_free(s);
+	remove_debug_dir(&d);
+	free_module(&self);
+}
+END_TEST
+
+/* Asking for the problem first does the search that naming would. */
+START_TEST(test_missing_file_not_found_by_build_id)
+{
+	struct hp_module self;
+	self_moved_away(&self);
+	struct debug_dir d;
+	make_debug_dir(&d, &self, NULL);
+	struct hp_symbols *s = symbols_in(&self, 1, d.dir);
+	const char *why = hp_symbols_problem_at(s, target_addr());
+	ck_assert_ptr_nonnull(why);
+	ck_assert_msg(strstr(why, "/nonexistent/dir/") && strstr(why, "missing"), "problem: %s",
+		      why);
+	struct hp_symbol sym;
+	hp_symbols_lookup(s, target_addr(), &sym);
+	ck_assert_int_eq(sym.resolved, 0);
+	ck_assert_ptr_eq(hp_symbols_problem_at(s, target_addr()), why);
+	hp_symbols_free(s);
+	remove_debug_dir(&d);
+	free_module(&self);
+}
+END_TEST
+
+/* libdwfl's layout: the ELF file itself at .build-id/xx/yyyy. */
+START_TEST(test_missing_file_found_by_build_id)
+{
+	struct hp_module self;
+	self_moved_away(&self);
+	struct debug_dir d;
+	make_debug_dir(&d, &self, "");
+	struct hp_symbols *s = symbols_in(&self, 1, d.dir);
+	struct hp_symbol sym;
+	hp_symbols_lookup(s, target_addr(), &sym);
+	assert_is_target(&sym);
+	ck_assert_ptr_null(hp_symbols_problem_at(s, target_addr()));
+	hp_symbols_free(s);
+	remove_debug_dir(&d);
+	free_module(&self);
+}
+END_TEST
+
+/* The separate debug file at .build-id/xx/yyyy.debug stands in for a file
+ * that is gone, found through HOOKPROF_DEBUG_PATH's second directory. */
+START_TEST(test_missing_file_debug_file_in_debug_path)
+{
+	struct hp_module self;
+	self_moved_away(&self);
+	struct debug_dir d;
+	make_debug_dir(&d, &self, ".debug");
+	char path[256];
+	snprintf(path, sizeof(path), "/nonexistent/debug:%s", d.dir);
+	ck_assert_int_eq(setenv("HOOKPROF_DEBUG_PATH", path, 1), 0);
+	struct hp_symbols *s = symbols_or_fail(&self, 1);
+	unsetenv("HOOKPROF_DEBUG_PATH");
+	struct hp_symbol sym;
+	hp_symbols_lookup(s, target_addr(), &sym);
+	assert_is_target(&sym);
+	ck_assert_ptr_null(hp_symbols_problem_at(s, target_addr()));
+	hp_symbols_free(s);
+	remove_debug_dir(&d);
+	free_module(&self);
+}
+END_TEST
+
+/* A file under the build-id's name must still have that build-id. */
+START_TEST(test_debug_dir_file_with_other_build_id_is_not_used)
+{
+	static const char *const suffixes[] = { "", ".debug" };
+	for (int i = 0; i < 2; i++) {
+		struct hp_module self;
+		self_moved_away(&self);
+		self.build_id[0] ^= 0xff;
+		struct debug_dir d;
+		make_debug_dir(&d, &self, suffixes[i]);
+		struct hp_symbols *s = symbols_in(&self, 1, d.dir);
+		struct hp_symbol sym;
+		hp_symbols_lookup(s, target_addr(), &sym);
+		ck_assert_msg(!sym.resolved, "named %s from .build-id/xx/yyyy%s", sym.name,
+			      suffixes[i]);
+		ck_assert_ptr_nonnull(hp_symbols_problem_at(s, target_addr()));
+		hp_symbols_free(s);
+		remove_debug_dir(&d);
+		free_module(&self);
+	}
+}
+END_TEST
+
 START_TEST(test_free_null)
 {
 	hp_symbols_free(NULL);
@@ -372,13 +597,23 @@ static Suite *symbols_suite(void)
 	tcase_add_test(limits, test_many_addresses);
 	tcase_add_test(limits, test_free_null);
 	suite_add_tcase(s, limits);
+	TCase *build_ids = tcase_create("build-ids");
+	tcase_add_test(build_ids, test_matching_build_id_is_used);
+	tcase_add_test(build_ids, test_build_id_mismatch_falls_back);
+	tcase_add_test(build_ids, test_missing_file_not_found_by_build_id);
+	tcase_add_test(build_ids, test_missing_file_found_by_build_id);
+	tcase_add_test(build_ids, test_missing_file_debug_file_in_debug_path);
+	tcase_add_test(build_ids, test_debug_dir_file_with_other_build_id_is_not_used);
+	suite_add_tcase(s, build_ids);
 	return s;
 }
 
 int main(void)
 {
-	/* No network: a debuginfod query for libstdc++ could stall the run. */
+	/* No network: a debuginfod query for libstdc++ could stall the run. The
+	 * debug directories of the build-id tests are their own. */
 	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("HOOKPROF_DEBUG_PATH");
 	SRunner *sr = srunner_create(symbols_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -674,6 +674,87 @@ else
 	nok "install PREFIX=$P" "$(brief "$T/install.log")"
 fi
 
+# ---- separate debug files and rebuilt binaries ----------------------------
+
+# Files are looked for by build-id: only the directories given here may
+# answer, and no debuginfod server.
+unset HOOKPROF_DEBUG_PATH DEBUGINFOD_URLS
+DBG=$T/debug
+
+# split_debug BIN: moves all of $B/BIN's debug info, and its symbol table,
+# into $DBG/.build-id/xx/yyyy.debug, named by its build-id.
+split_debug() {
+	local bin=$B/$1 id
+	id=$(readelf -n "$bin" 2>/dev/null | awk '$1 == "Build" && $2 == "ID:" { print $3; exit }')
+	[ -n "$id" ] && mkdir -p "$DBG/.build-id/${id:0:2}" &&
+		objcopy --only-keep-debug "$bin" "$DBG/.build-id/${id:0:2}/${id:2}.debug" &&
+		strip --strip-all "$bin"
+}
+
+# A stripped binary: its names come from the debug file found by build-id.
+if build nested_split gcc "${IF[@]}" -O0 "$SRC/nested.c"; then
+	check "split debug info: nested_split stripped, its debug file in \$DBG/.build-id/" \
+		"readelf -n, objcopy --only-keep-debug or strip --strip-all failed" split_debug nested_split
+fi
+run preload split nested_split
+check_run "stripped binary" preload 0 "$NESTED_OUT"
+if report "stripped binary, no HOOKPROF_DEBUG_PATH" "$TRACE"; then
+	check "stripped binary, no HOOKPROF_DEBUG_PATH: no names (the symbol table is gone too)" \
+		"rows: $(cut -f1 "$TSV" | tr '\n' ' ')" [ -z "$(field nest_c "" 2)" ]
+fi
+export HOOKPROF_DEBUG_PATH=$DBG
+if report "stripped binary, HOOKPROF_DEBUG_PATH=\$DBG" "$TRACE"; then
+	expect_calls "stripped binary, HOOKPROF_DEBUG_PATH=\$DBG" nested_split main=1 nest_a=3 nest_b=6 nest_c=30
+fi
+# The stripped file deleted as well: its debug file stands in for it.
+rm -f "$B/nested_split"
+if report "stripped binary deleted, HOOKPROF_DEBUG_PATH=\$DBG" "$TRACE"; then
+	expect_calls "stripped binary deleted, HOOKPROF_DEBUG_PATH=\$DBG" nested_split main=1 nest_a=3 nest_b=6 nest_c=30
+fi
+unset HOOKPROF_DEBUG_PATH
+
+# A binary rebuilt at the same path after its trace: the new file must lend
+# no names, and one warning says why. -O2 instead of -O1 changes the code,
+# hence the build-id.
+build_id_of() { readelf -n "$1" 2>/dev/null | awk '$1 == "Build" && $2 == "ID:" { print $3; exit }'; }
+# one_warning FILE PATH: FILE is one line, a hookprof warning about the
+# build-id mismatch of PATH.
+one_warning() {
+	[ "$(wc -l <"$1")" = 1 ] && grep -q '^hookprof: warning: .*build-id mismatch' "$1" && grep -q -F -- "$2" "$1"
+}
+build nested_rebuilt gcc "${IF[@]}" -O1 "$SRC/nested.c"
+run preload rebuilt nested_rebuilt
+check_run "rebuilt binary" preload 0 "$NESTED_OUT"
+old_id=$(build_id_of "$B/nested_rebuilt")
+build nested_rebuilt gcc "${IF[@]}" -O2 -DEXTRA "$SRC/nested.c"
+new_id=$(build_id_of "$B/nested_rebuilt")
+check "rebuilt binary: the rebuild changed the build-id" "before '$old_id', after '$new_id'" \
+	[ -n "$old_id" -a -n "$new_id" -a "$old_id" != "$new_id" ]
+REBUILT=$(cd "$B" && pwd -P)/nested_rebuilt
+R=$T/rebuilt
+mkdir -p "$R"
+"$HP" report --format=csv "$TRACE" >"$R/csv" 2>"$R/err"
+rc=$?
+check "rebuilt binary: report exits 0" "status $rc, stderr: $(brief "$R/err")" [ $rc = 0 ]
+check "rebuilt binary: report prints exactly one 'hookprof: warning:' line, naming the file and the build-id mismatch" \
+	"stderr: $(brief "$R/err")" one_warning "$R/err" "$REBUILT"
+if csv_to_tsv "$R/csv" >"$R/tsv"; then
+	check "rebuilt binary: no wrong names (no nest_*), every row is nested_rebuilt+0xOFFSET" \
+		"rows: $(cut -f1 "$R/tsv" | tr '\n' ' ')" \
+		awk -F'\t' '$1 !~ /^nested_rebuilt\+0x[0-9a-f]+$/ { bad = 1 } END { exit bad || NR == 0 }' "$R/tsv"
+	check "rebuilt binary: the counts are still exact (1 3 6 30)" "calls: $(cut -f2 "$R/tsv" | sort -n | tr '\n' ' ')" \
+		[ "$(cut -f2 "$R/tsv" | sort -n | tr '\n' ' ')" = "1 3 6 30 " ]
+else
+	nok "rebuilt binary: the report is valid CSV" "$(brief "$R/tsv")"
+fi
+"$HP" dump "$TRACE" >"$R/dump" 2>"$R/dump.err"
+rc=$?
+check "rebuilt binary: dump exits 0" "status $rc, stderr: $(brief "$R/dump.err")" [ $rc = 0 ]
+check "rebuilt binary: dump prints the same one warning" "stderr: $(brief "$R/dump.err")" \
+	one_warning "$R/dump.err" "$REBUILT"
+check "rebuilt binary: dump shows no nest_* name" "$(grep -m 3 'nest_' "$R/dump" | tr '\n' '|')" \
+	awk '/nest_/ { bad = 1 } !/^#/ { events++ } END { exit bad || events == 0 }' "$R/dump"
+
 # ---- unwritable trace file ----------------------------------------------
 
 for mode in linked preload; do
