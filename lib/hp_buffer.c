@@ -32,9 +32,11 @@ static void thread_exit(void *arg);
 int hp_buffer_init(const struct hp_config *cfg)
 {
 	buffer_mode = cfg->mode;
-	buffer_chunks = cfg->buffer_bytes / HP_CHUNK_BYTES;
-	if (buffer_chunks < 2)
-		buffer_chunks = 2;
+	/* A power of two: the 32-bit chunk counters wrap after 2^32 chunks, and
+	 * only then does seq mod nchunks stay continuous across the wrap. */
+	buffer_chunks = 2;
+	while (buffer_chunks * 2 <= cfg->buffer_bytes / HP_CHUNK_BYTES)
+		buffer_chunks *= 2;
 	wake_after = buffer_chunks / 4 ? (uint32_t)(buffer_chunks / 4) : 1;
 	return pthread_key_create(&exit_key, thread_exit) ? -1 : 0;
 }
@@ -44,9 +46,19 @@ void hp_buffer_set_finished(void)
 	__atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
 }
 
+int hp_buffer_finished(void)
+{
+	return __atomic_load_n(&finished, __ATOMIC_ACQUIRE);
+}
+
+static uint32_t slot_of(const struct hp_thread *t, uint32_t seq)
+{
+	return seq & (t->nchunks - 1);
+}
+
 static struct hp_raw *chunk_base(const struct hp_thread *t, uint32_t seq)
 {
-	return t->base + (size_t)(seq % t->nchunks) * HP_CHUNK_EVENTS;
+	return t->base + (size_t)slot_of(t, seq) * HP_CHUNK_EVENTS;
 }
 
 static struct hp_raw *chunk_end(const struct hp_thread *t)
@@ -114,7 +126,7 @@ void hp_buffer_free_thread(struct hp_thread *t)
 static void publish(struct hp_thread *t)
 {
 	struct hp_raw *start = chunk_base(t, t->head);
-	t->chunk_len[t->head % t->nchunks] = (uint32_t)(hp_tls.pos - start);
+	t->chunk_len[slot_of(t, t->head)] = (uint32_t)(hp_tls.pos - start);
 	/* Release: the chunk's events and length are visible before the new head. */
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
 	/* Waking the writer costs two system calls: do it once a quarter of the
@@ -126,7 +138,7 @@ static void publish(struct hp_thread *t)
 /* Ring mode, or nobody left to consume: the owner drops the oldest chunk. */
 static void drop_oldest(struct hp_thread *t, uint32_t tail)
 {
-	uint32_t n = t->chunk_len[tail % t->nchunks];
+	uint32_t n = t->chunk_len[slot_of(t, tail)];
 	/* Acquire on success: a consumer's copy of this chunk finished before. */
 	if (__atomic_compare_exchange_n(&t->tail, &tail, tail + 1, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_RELAXED))
@@ -152,7 +164,7 @@ static void make_room(struct hp_thread *t)
 		uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 		if (t->head - tail < t->nchunks)
 			return;
-		if (buffer_mode == HP_MODE_RING || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
+		if (buffer_mode == HP_MODE_RING || hp_buffer_finished())
 			drop_oldest(t, tail);
 		else if (!hp_writer_threaded())
 			hp_writer_drain(t);
@@ -271,7 +283,7 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
 		uint32_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 		if (tail == head)
 			return 0;
-		size_t n = t->chunk_len[tail % t->nchunks];
+		size_t n = t->chunk_len[slot_of(t, tail)];
 		const struct hp_raw *src = chunk_base(t, tail);
 		*seq = tail;
 		if (buffer_mode == HP_MODE_STREAM) {

@@ -45,7 +45,7 @@ struct hp_thread {
 	struct hp_raw *base;     /* nchunks * HP_CHUNK_EVENTS slots */
 	uint32_t *chunk_len;     /* events in each published chunk */
 	size_t map_bytes;
-	uint32_t nchunks;
+	uint32_t nchunks;        /* a power of two */
 	uint32_t head;           /* chunks published; written by the owner only */
 	uint32_t tail;           /* chunks consumed (or dropped in ring mode) */
 	uint32_t waiting;        /* owner sleeps on tail for a free chunk */
@@ -107,5 +107,6 @@ void hp_buffer_free_thread(struct hp_thread *t) HP_HIDDEN;
 
 /* After the final flush nobody consumes: owners stop waiting. */
 void hp_buffer_set_finished(void) HP_HIDDEN;
+int hp_buffer_finished(void) HP_HIDDEN;
 
 #endif

@@ -15,12 +15,14 @@
 #define MODULES_MAX_BYTES (1u << 20)
 #define BUILD_ID_MAX 64
 
+/* The MODULES record being filled; a map larger than one record goes on
+ * in the next (a reader keeps the union of all). */
 struct snapshot {
 	uint8_t *count_at;
 	uint8_t *p;
 	uint8_t *end;
 	uint32_t count;
-	int overflow;
+	int failed;
 };
 
 static unsigned long long last_adds, last_subs;
@@ -64,6 +66,23 @@ static const char *module_path(const char *name, char *buf, size_t len)
 	return buf;
 }
 
+static int snapshot_begin(struct snapshot *s)
+{
+	uint8_t *p = hp_output_begin(HP_REC_MODULES, MODULES_MAX_BYTES);
+	if (!p) {
+		s->failed = 1;
+		return -1;
+	}
+	*s = (struct snapshot){ .count_at = p, .p = p + 4, .end = p + MODULES_MAX_BYTES };
+	return 0;
+}
+
+static void snapshot_end(struct snapshot *s)
+{
+	hp_le32(s->count_at, s->count);
+	hp_output_end(s->p);
+}
+
 static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
@@ -80,10 +99,13 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
 			id_len = find_build_id(ph, info->dlpi_addr, &id);
 	}
 	size_t need = 8 + 4 + strlen(path) + 4 + id_len + 4 + nload * 32;
-	if (s->p + need > s->end) {
-		s->overflow = 1;
-		return 0;
+	if (s->p + need > s->end && s->count) {
+		snapshot_end(s);
+		if (snapshot_begin(s) < 0)
+			return 1; /* output failed: stop iterating */
 	}
+	if (s->p + need > s->end)
+		return 0; /* larger than a record on its own: cannot happen with PATH_MAX paths */
 	uint8_t *p = s->p;
 	hp_le64(p, info->dlpi_addr);
 	p = put_bytes(p + 8, path, strlen(path));
@@ -123,12 +145,12 @@ int hp_modules_write(int force)
 	dl_iterate_phdr(read_counters, c);
 	if (!force && c[0] == last_adds && c[1] == last_subs)
 		return 0;
-	uint8_t *p = hp_output_begin(HP_REC_MODULES, MODULES_MAX_BYTES);
-	if (!p)
+	struct snapshot s;
+	if (snapshot_begin(&s) < 0)
 		return -1;
-	struct snapshot s = { .count_at = p, .p = p + 4, .end = p + MODULES_MAX_BYTES };
 	dl_iterate_phdr(add_module, &s);
-	hp_le32(s.count_at, s.count);
-	hp_output_end(s.p);
+	if (s.failed)
+		return -1;
+	snapshot_end(&s);
 	return 0;
 }

@@ -85,6 +85,7 @@ void hp_futex_wake(uint32_t *word)
 
 void hp_warn(const char *fmt, ...)
 {
+	int saved = errno; /* before vsnprintf, which may set it (EILSEQ) */
 	char line[512] = "hookprof: ";
 	size_t n = strlen(line);
 	va_list ap;
@@ -93,7 +94,6 @@ void hp_warn(const char *fmt, ...)
 	va_end(ap);
 	n = strlen(line);
 	line[n++] = '\n';
-	int saved = errno;
 	ssize_t ignored = write(STDERR_FILENO, line, n);
 	(void)ignored;
 	errno = saved;

@@ -180,7 +180,8 @@ void hp_writer_drain(struct hp_thread *t)
 {
 	int worked = 0;
 	pthread_mutex_lock(&writer_lock);
-	drain_locked(t, &worked);
+	if (!hp_buffer_finished())
+		drain_locked(t, &worked);
 	pthread_mutex_unlock(&writer_lock);
 }
 
@@ -399,6 +400,9 @@ int hp_writer_finish(int in_signal)
 	hp_writer_clock_record();
 	end_record();
 	int rc = hp_output_flush();
+	/* Before the lock goes: an owner blocked on it in hp_writer_drain must
+	 * find the trace closed and drop its chunks, not append after END. */
+	hp_buffer_set_finished();
 	pthread_mutex_unlock(&writer_lock);
 	return rc;
 }

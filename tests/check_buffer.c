@@ -1,0 +1,1113 @@
+/*
+ * check_buffer.c - the per-thread chunk ring of lib/hp_buffer.c and its
+ * hand-over protocol (diagram in lib/hp_buffer.h).
+ *
+ * The consumer side (hp_buffer_take, hp_buffer_release,
+ * hp_buffer_snapshot_partial) is a set of functions of one struct hp_thread:
+ * those tests build a thread by hand, play the owner by filling chunks and
+ * moving head, and call the functions directly. hp_buffer_init sets the
+ * mode they follow; every test sets it itself.
+ *
+ * The owner side runs inside the hooks, on the state in hp_tls, and may
+ * start the runtime, so those tests run in a child the test forks, as
+ * check_runtime.c does: either the real runtime (the first event starts it
+ * and its destructor writes the trace, which the parent reads back), or a
+ * hand-built thread installed in the child's hp_tls (then the runtime never
+ * starts) with a consumer thread of the test's own. A child stops at its
+ * first failed check and reports it through shared memory and its exit
+ * status.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <ftw.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hp_buffer.h"
+#include "hp_config.h"
+#include "hp_format.h"
+#include "hp_runtime.h"
+#include "hp_writer.h"
+
+#include "../symbolize/hp_analyze.h"
+#include "../symbolize/hp_trace.h"
+
+void __cyg_profile_func_enter(void *fn, void *call_site);
+void __cyg_profile_func_exit(void *fn, void *call_site);
+
+#define CHUNK ((uint64_t)HP_CHUNK_EVENTS)
+#define NONE UINT64_MAX
+
+/*
+ * Event i of every run here: the enter of function F(i / 2) when i is even,
+ * its exit when i is odd. Every pair has its own address, so an event found
+ * in the wrong place says which one it is.
+ */
+#define F(k) (0x100000u + 16u * (uint64_t)(k))
+#define FX 0x7000 /* never recorded: raised while busy or after retiring */
+
+static uint64_t addr_at(uint64_t i) { return F(i / 2) | (i & 1 ? HP_RAW_EXIT : 0); }
+static uint64_t tick_at(uint64_t i) { return 5000 + 3 * i; }
+
+static void record(uint64_t i)
+{
+	void *fn = (void *)(uintptr_t)F(i / 2);
+	if (i & 1)
+		__cyg_profile_func_exit(fn, (void *)1);
+	else
+		__cyg_profile_func_enter(fn, (void *)1);
+}
+
+static void record_range(uint64_t first, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		record(first + i);
+}
+
+/* Index of the first of ev[0..n) that is not event first + j, or NONE.
+ * Hooks store real ticks: only hand-made events have known ones. */
+static uint64_t first_wrong(const struct hp_raw *ev, size_t n, uint64_t first, int ticks)
+{
+	for (size_t j = 0; j < n; j++)
+		if (ev[j].addr != addr_at(first + j) || (ticks && ev[j].tick != tick_at(first + j)))
+			return j;
+	return NONE;
+}
+
+/* ------------------------------------------------- a hand-built thread */
+
+static struct hp_thread *hand_new(uint32_t nchunks)
+{
+	struct hp_thread *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->nchunks = nchunks;
+	t->map_bytes = (size_t)nchunks * HP_CHUNK_BYTES;
+	t->base = hp_pages_alloc(t->map_bytes);
+	t->chunk_len = calloc(nchunks, sizeof(uint32_t));
+	if (!t->base || !t->chunk_len) {
+		hp_pages_free(t->base, t->map_bytes);
+		free(t->chunk_len);
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void hand_free(struct hp_thread *t)
+{
+	if (!t)
+		return;
+	hp_pages_free(t->base, t->map_bytes);
+	free(t->chunk_len);
+	free(t);
+}
+
+static struct hp_raw *slot(const struct hp_thread *t, uint32_t seq)
+{
+	return t->base + (size_t)(seq % t->nchunks) * CHUNK;
+}
+
+/* The owner's half of the protocol: n events from event first into chunk
+ * head, its length, then head + 1 with release. */
+static void hand_publish(struct hp_thread *t, uint64_t first, uint32_t n)
+{
+	struct hp_raw *s = slot(t, t->head);
+	for (uint32_t j = 0; j < n; j++)
+		s[j] = (struct hp_raw){ addr_at(first + j), tick_at(first + j) };
+	t->chunk_len[t->head % t->nchunks] = n;
+	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
+}
+
+/* Makes t the calling thread's buffer, as the slow path's use_chunk does. */
+static void hand_own(struct hp_thread *t)
+{
+	t->tls = &hp_tls;
+	hp_tls.thread = t;
+	hp_tls.pos = slot(t, t->head);
+	hp_tls.end = hp_tick_is_tsc ? hp_tls.pos + CHUNK : NULL;
+}
+
+static int set_mode(enum hp_mode mode, uint32_t nchunks)
+{
+	struct hp_config cfg = { .mode = mode, .buffer_bytes = (size_t)nchunks * HP_CHUNK_BYTES };
+	return hp_buffer_init(&cfg);
+}
+
+/* ------------------------------------------------------------ fixture */
+
+/* What a child found; shared with the parent (made by main()). */
+struct ring_result {
+	uint64_t consumed, chunks, waits, wrong_at, wrong_seq;
+	uint64_t lost_ring, lost_reentry, head, tail, waiting;
+};
+struct shared {
+	char msg[1024];
+	struct ring_result ring;
+};
+static struct shared *shared;
+
+static char top[PATH_MAX - 64];
+static char dir[PATH_MAX];
+static char path[PATH_MAX + 256];
+static char err[1024];
+static struct hp_analysis A;
+static int analyzed;
+static struct hp_thread *T;  /* the direct tests' thread, 4 chunks */
+static struct hp_raw *scratch; /* a chunk and one guard page */
+
+#define GUARD_EVENTS (4096 / sizeof(struct hp_raw))
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "%s/test.XXXXXX", top);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/t.hookprof", dir);
+	memset(shared, 0, sizeof(*shared));
+	analyzed = 0;
+	err[0] = 0;
+	ck_assert_int_eq(set_mode(HP_MODE_STREAM, 4), 0);
+	T = hand_new(4);
+	ck_assert_ptr_nonnull(T);
+	scratch = hp_pages_alloc(HP_CHUNK_BYTES + 4096);
+	ck_assert_ptr_nonnull(scratch);
+	memset(scratch, 0xa5, HP_CHUNK_BYTES + 4096);
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(p);
+}
+
+static void teardown(void)
+{
+	if (analyzed)
+		hp_analysis_free(&A);
+	hand_free(T);
+	T = NULL;
+	hp_pages_free(scratch, HP_CHUNK_BYTES + 4096);
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---------------------------------------------------------- the child */
+
+enum { CHILD_OK = 0, CHILD_FAILED = 40 };
+
+static int child_failed(int line, const char *what, int eq, uint64_t got, uint64_t want)
+{
+	if (eq)
+		snprintf(shared->msg, sizeof(shared->msg), "line %d: %s is %llu (%#llx), want %llu (%#llx)",
+			 line, what, (unsigned long long)got, (unsigned long long)got,
+			 (unsigned long long)want, (unsigned long long)want);
+	else
+		snprintf(shared->msg, sizeof(shared->msg), "line %d: %s is false", line, what);
+	return CHILD_FAILED;
+}
+
+#define CHILD_EQ(got, want)                                                            \
+	do {                                                                           \
+		uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want);             \
+		if (got_ != want_)                                                     \
+			return child_failed(__LINE__, #got, 1, got_, want_);           \
+	} while (0)
+#define CHILD_TRUE(cond)                                                               \
+	do {                                                                           \
+		if (!(cond))                                                           \
+			return child_failed(__LINE__, #cond, 0, 0, 0);                 \
+	} while (0)
+
+typedef int (*child_fn)(void *arg);
+
+/* Runs fn in a child with env (name, value pairs, NULL-terminated) set
+ * before anything else; returns its exit status, or 128 + the signal. */
+static int run_child(const char *const *env, child_fn fn, void *arg)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* a fresh program's signal dispositions, not the test runner's */
+		static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
+					    SIGTRAP, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], SIG_DFL);
+		unsetenv("HOOKPROF_MODE");
+		unsetenv("HOOKPROF_BUFFER");
+		unsetenv("HOOKPROF_CLOCK");
+		/* a child that starts the runtime by mistake writes here, not in "." */
+		setenv("HOOKPROF_OUTPUT", path, 1);
+		for (const char *const *e = env; e && e[0]; e += 2)
+			setenv(e[0], e[1], 1);
+		/* exit, not _exit: the runtime's destructor writes the trace */
+		exit(fn(arg));
+	}
+	ck_assert_int_gt(pid, 0);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void run_ok(const char *const *env, child_fn fn, void *arg)
+{
+	int rc = run_child(env, fn, arg);
+	ck_assert_msg(rc == 0, "child exited with %d: %s", rc, shared->msg);
+}
+
+/* ---------------------------------------------------- reading a trace */
+
+/* Checks every decoded event against the pattern, from event first on. */
+struct order {
+	uint64_t next, wrong_at, resets;
+};
+
+static int check_order(void *arg, const struct hp_analysis *a, uint32_t stream,
+		       const struct hp_ev *ev, size_t n)
+{
+	(void)stream;
+	struct order *o = arg;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind == HP_EV_RESET) {
+			o->resets++;
+			continue;
+		}
+		uint32_t kind = o->next & 1 ? HP_EV_EXIT : HP_EV_ENTER;
+		if (o->wrong_at == NONE &&
+		    (ev[i].kind != kind || a->funcs.addr[ev[i].func] != F(o->next / 2)))
+			o->wrong_at = o->next;
+		o->next++;
+	}
+	return 0;
+}
+
+static void analyze_order(struct order *o)
+{
+	ck_assert_msg(hp_analyze(path, 0, o ? check_order : NULL, o, &A, err, sizeof(err)) == 0,
+		      "%s", err);
+	analyzed = 1;
+}
+
+static const struct hp_fstat *stat_of(uint64_t addr)
+{
+	for (uint32_t i = 0; i < A.funcs.n; i++)
+		if (A.funcs.addr[i] == addr)
+			return &A.prof.f[i];
+	return NULL;
+}
+
+static uint64_t calls_of(uint64_t addr)
+{
+	const struct hp_fstat *f = stat_of(addr);
+	return f ? f->calls : 0;
+}
+
+static size_t streams_seen(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < A.info.nstreams; i++)
+		n += A.info.streams[i].seen != 0;
+	return n;
+}
+
+/* Sum of the LOST records of one stream (or HP_STREAM_NONE) and reason. */
+static uint64_t lost_of(uint32_t stream, uint32_t reason)
+{
+	char e[512];
+	struct hp_reader *r = hp_reader_open(path, e, sizeof(e));
+	ck_assert_msg(r != NULL, "%s", e);
+	uint32_t type, size;
+	const uint8_t *p;
+	uint64_t n = 0;
+	while (hp_reader_next(r, &type, &p, &size, e, sizeof(e)) == 1)
+		if (type == HP_REC_LOST && size == 16 && hp_rd32(p) == stream && hp_rd32(p + 4) == reason)
+			n += hp_rd64(p + 8);
+	hp_reader_close(r);
+	return n;
+}
+
+/* ---------------------------------------------------------------- core */
+
+START_TEST(test_take_nothing_published)
+{
+	/* head == tail: nothing to take, and the out parameters stay as they were */
+	const struct hp_raw *ev = (const struct hp_raw *)0x1;
+	uint32_t seq = 77;
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 0);
+	T->head = T->tail = 9;
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 0);
+	ck_assert_ptr_eq(ev, (const struct hp_raw *)0x1);
+	ck_assert_uint_eq(seq, 77);
+}
+END_TEST
+
+START_TEST(test_take_oldest_first)
+{
+	/* stream mode: chunks come out in the order published, in place, and
+	 * a chunk stays the consumer's until it releases it */
+	hand_publish(T, 0, 10);
+	hand_publish(T, 10, 20);
+	hand_publish(T, 30, 30);
+	const struct hp_raw *ev;
+	uint32_t seq;
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 10);
+	ck_assert_uint_eq(seq, 0);
+	ck_assert_ptr_eq(ev, T->base);
+	ck_assert_uint_eq(first_wrong(ev, 10, 0, 1), NONE);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 10);
+	ck_assert_uint_eq(seq, 0);
+	hp_buffer_release(T, seq);
+	ck_assert_uint_eq(T->tail, 1);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 20);
+	ck_assert_uint_eq(seq, 1);
+	ck_assert_ptr_eq(ev, T->base + CHUNK);
+	ck_assert_uint_eq(first_wrong(ev, 20, 10, 1), NONE);
+	hp_buffer_release(T, seq);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 30);
+	ck_assert_uint_eq(seq, 2);
+	ck_assert_uint_eq(first_wrong(ev, 30, 30, 1), NONE);
+	hp_buffer_release(T, seq);
+	ck_assert_uint_eq(T->tail, 3);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 0);
+}
+END_TEST
+
+START_TEST(test_take_wraps_around)
+{
+	/* chunk seq lives in slot seq % nchunks: 6, 7, 8 are slots 2, 3, 0 */
+	T->head = T->tail = 6;
+	hand_publish(T, 0, 5);
+	hand_publish(T, 5, 6);
+	hand_publish(T, 11, 7);
+	const struct hp_raw *ev;
+	uint32_t seq;
+	static const size_t want_slot[] = { 2, 3, 0 };
+	static const size_t want_n[] = { 5, 6, 7 };
+	static const uint64_t want_first[] = { 0, 5, 11 };
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), want_n[i]);
+		ck_assert_uint_eq(seq, 6 + i);
+		ck_assert_ptr_eq(ev, T->base + want_slot[i] * CHUNK);
+		ck_assert_uint_eq(first_wrong(ev, want_n[i], want_first[i], 1), NONE);
+		hp_buffer_release(T, seq);
+	}
+	ck_assert_uint_eq(T->tail, 9);
+}
+END_TEST
+
+START_TEST(test_ring_take_copies_and_claims)
+{
+	/* ring mode: the owner may overwrite a published chunk, so take copies
+	 * it and claims it at once (tail + 1); release has nothing left to do */
+	ck_assert_int_eq(set_mode(HP_MODE_RING, 4), 0);
+	hand_publish(T, 0, 100);
+	hand_publish(T, 100, 50);
+	const struct hp_raw *ev;
+	uint32_t seq;
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 100);
+	ck_assert_uint_eq(seq, 0);
+	ck_assert_ptr_eq(ev, scratch);
+	ck_assert_uint_eq(T->tail, 1);
+	hp_buffer_release(T, seq);
+	ck_assert_uint_eq(T->tail, 1);
+	/* the owner reusing the slot no longer changes what was taken */
+	memset(T->base, 0, 100 * sizeof(struct hp_raw));
+	ck_assert_uint_eq(first_wrong(ev, 100, 0, 1), NONE);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 50);
+	ck_assert_uint_eq(seq, 1);
+	ck_assert_uint_eq(first_wrong(ev, 50, 100, 1), NONE);
+	ck_assert_uint_eq(T->tail, 2);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 0);
+}
+END_TEST
+
+struct sleeper {
+	uint32_t *word;
+	uint32_t expect;
+	uint32_t started;
+	pid_t tid;
+	long rc;
+};
+
+static void *sleep_on(void *arg)
+{
+	struct sleeper *s = arg;
+	s->tid = (pid_t)syscall(SYS_gettid);
+	__atomic_store_n(&s->started, 1, __ATOMIC_RELEASE);
+	/* no time-out: only a wake-up ends this (or a word already changed) */
+	s->rc = syscall(SYS_futex, s->word, FUTEX_WAIT_PRIVATE, s->expect, NULL, NULL, 0);
+	return NULL;
+}
+
+/* The state letter of one of our threads in /proc ('S' while it sleeps). */
+static char thread_state(pid_t tid)
+{
+	char p[64], buf[512];
+	snprintf(p, sizeof(p), "/proc/self/task/%d/stat", (int)tid);
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return '?';
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' ? paren[2] : '?';
+}
+
+START_TEST(test_release_wakes_waiting_owner)
+{
+	/* an owner that found the ring full sleeps on tail with `waiting` set;
+	 * the release of a chunk must wake it. The sleeper here has no
+	 * time-out, so a missing wake-up hangs the test until Check's. */
+	hand_publish(T, 0, 8);
+	T->waiting = 1;
+	struct sleeper s = { .word = &T->tail, .expect = 0 };
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, sleep_on, &s), 0);
+	while (!__atomic_load_n(&s.started, __ATOMIC_ACQUIRE))
+		sched_yield();
+	while (thread_state(s.tid) != 'S')
+		sched_yield();
+	hp_buffer_release(T, 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(s.rc, 0); /* woken, not "tail had already changed" */
+	ck_assert_uint_eq(T->tail, 1);
+}
+END_TEST
+
+START_TEST(test_snapshot_partial_copies_unpublished)
+{
+	/* the final flush copies what a live owner stored in the chunk it is
+	 * filling, tagged with the sequence number that chunk will have */
+	struct hp_tls tls = { 0 };
+	T->tls = &tls;
+	hand_publish(T, 0, 4);
+	hand_publish(T, 4, 4);
+	struct hp_raw *s = slot(T, 2);
+	for (uint64_t j = 0; j < 37; j++)
+		s[j] = (struct hp_raw){ addr_at(8 + j), tick_at(8 + j) };
+	tls.pos = s + 37;
+	uint32_t seq = 0;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 37);
+	ck_assert_uint_eq(seq, 2);
+	ck_assert_uint_eq(first_wrong(scratch, 37, 8, 1), NONE);
+	/* a copy: nothing is published or consumed */
+	ck_assert_uint_eq(T->head, 2);
+	ck_assert_uint_eq(T->tail, 0);
+}
+END_TEST
+
+/* The first event of a thread creates its buffer; a second thread gets the
+ * next stream id and goes to the front of the list. */
+struct second {
+	uint32_t stream, tid, head, nchunks;
+	int is_list_head, next_is_first, own_tls;
+	struct hp_raw *base;
+	uint64_t first_addr;
+};
+
+static struct hp_thread *first_thread_seen;
+
+static void *second_thread(void *arg)
+{
+	struct second *s = arg;
+	prctl(PR_SET_NAME, "second");
+	record(2);
+	/* copied now: once the thread exits, the writer frees its buffer */
+	struct hp_thread *t = hp_tls.thread;
+	if (t) {
+		s->stream = t->stream;
+		s->tid = t->tid;
+		s->head = t->head;
+		s->nchunks = t->nchunks;
+		s->base = t->base;
+		s->first_addr = t->base[0].addr;
+		s->own_tls = t->tls == &hp_tls;
+		pthread_mutex_lock(&hp_threads_lock);
+		s->is_list_head = hp_threads == t;
+		s->next_is_first = t->next == first_thread_seen;
+		pthread_mutex_unlock(&hp_threads_lock);
+	}
+	record(3);
+	return NULL;
+}
+
+static int child_first_event(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "first-event");
+	CHILD_TRUE(hp_tls.thread == NULL);
+	CHILD_TRUE(hp_threads == NULL);
+	record(0);
+	struct hp_thread *t = hp_tls.thread;
+	CHILD_TRUE(t != NULL);
+	first_thread_seen = t;
+	CHILD_TRUE(hp_threads == t);
+	CHILD_TRUE(t->next == NULL);
+	CHILD_TRUE(t->tls == &hp_tls);
+	CHILD_EQ(t->stream, 0);
+	CHILD_EQ(t->tid, syscall(SYS_gettid));
+	CHILD_EQ(t->nchunks, 8); /* HOOKPROF_BUFFER=512K */
+	CHILD_EQ(t->head, 0);
+	CHILD_EQ(t->tail, 0);
+	CHILD_EQ(t->exited, 0);
+	CHILD_EQ(hp_tls.busy, 0);
+	CHILD_TRUE(!strcmp(t->name, "first-event"));
+	/* the event itself is the first of chunk 0 */
+	CHILD_TRUE(hp_tls.pos == t->base + 1);
+	CHILD_EQ(t->base[0].addr, addr_at(0));
+	CHILD_TRUE(hp_tls.end == (hp_tick_is_tsc ? t->base + CHUNK : NULL));
+	record(1);
+	CHILD_TRUE(hp_tls.pos == t->base + 2);
+	CHILD_EQ(t->base[1].addr, addr_at(1));
+
+	struct second s = { 0 };
+	pthread_t th;
+	CHILD_EQ(pthread_create(&th, NULL, second_thread, &s), 0);
+	CHILD_EQ(pthread_join(th, NULL), 0);
+	CHILD_EQ(s.stream, 1);
+	CHILD_TRUE(s.tid != t->tid);
+	CHILD_EQ(s.nchunks, 8);
+	CHILD_EQ(s.head, 0);
+	CHILD_TRUE(s.own_tls);
+	CHILD_TRUE(s.base != NULL && s.base != t->base);
+	CHILD_EQ(s.first_addr, addr_at(2));
+	CHILD_TRUE(s.is_list_head);
+	CHILD_TRUE(s.next_is_first);
+	return CHILD_OK;
+}
+
+START_TEST(test_first_event_creates_buffer)
+{
+	const char *const env[] = { "HOOKPROF_BUFFER", "512K", NULL };
+	run_ok(env, child_first_event, NULL);
+	/* the streams' records interleave in any order: no order check here */
+	analyze_order(NULL);
+	ck_assert_uint_eq(A.events, 4);
+	ck_assert_uint_eq(calls_of(F(0)), 1);
+	ck_assert_uint_eq(calls_of(F(1)), 1);
+	ck_assert_uint_eq(streams_seen(), 2);
+	ck_assert_str_eq(A.info.streams[0].name, "first-event");
+	ck_assert_str_eq(A.info.streams[1].name, "second");
+	ck_assert_uint_eq(A.info.streams[0].events, 2);
+	ck_assert_uint_eq(A.info.streams[1].events, 2);
+}
+END_TEST
+
+/* Ring mode, 2 chunks, no writer thread (ring mode has none): the state
+ * after a run is exact. */
+#define RING_EVENTS (5 * CHUNK + 100)
+
+static int child_ring_drops(void *arg)
+{
+	(void)arg;
+	record_range(0, RING_EVENTS);
+	struct hp_thread *t = hp_tls.thread;
+	CHILD_TRUE(t != NULL);
+	CHILD_EQ(t->nchunks, 2);
+	CHILD_EQ(t->head, 5);                /* chunks 0..4 published */
+	CHILD_EQ(t->tail, 4);                /* 0..3 dropped, oldest first */
+	CHILD_EQ(t->lost_ring, 4 * CHUNK);   /* and every event of them counted */
+	CHILD_EQ(t->lost_reentry, 0);
+	CHILD_EQ(t->chunk_len[4 % 2], CHUNK);
+	/* the newest published chunk is whole, then the one being filled */
+	CHILD_EQ(first_wrong(slot(t, 4), CHUNK, 4 * CHUNK, 0), NONE);
+	CHILD_EQ(hp_tls.pos - slot(t, 5), 100);
+	CHILD_EQ(first_wrong(slot(t, 5), 100, 5 * CHUNK, 0), NONE);
+	return CHILD_OK;
+}
+
+START_TEST(test_ring_mode_drops_oldest)
+{
+	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "128K", NULL };
+	run_ok(env, child_ring_drops, NULL);
+	/* the trace holds exactly the last chunk and a half, in order */
+	struct order o = { .next = 4 * CHUNK, .wrong_at = NONE };
+	analyze_order(&o);
+	ck_assert_uint_eq(A.events, CHUNK + 100);
+	ck_assert_uint_eq(o.wrong_at, NONE);
+	ck_assert_uint_eq(o.next, RING_EVENTS);
+	ck_assert_uint_eq(lost_of(0, HP_LOST_RING), 4 * CHUNK);
+	ck_assert_uint_eq(A.info.end_lost, 4 * CHUNK);
+	ck_assert_uint_eq(A.orphan_exits, 0);
+	ck_assert_uint_eq(calls_of(F(2 * CHUNK)), 1);     /* the first pair kept */
+	ck_assert_uint_eq(calls_of(F(2 * CHUNK - 1)), 0); /* the last pair dropped */
+}
+END_TEST
+
+/*
+ * Stream mode with a full ring. The owner (the child's main thread, on a
+ * hand-built thread) waits only when hp_writer_threaded(), so the real
+ * writer thread is started; it never sees the hand-built thread (not in
+ * hp_threads) and idles. The test's consumer is slow on purpose: it takes
+ * a chunk only when the ring is full (or the owner is done), and then
+ * first waits until the owner shows `waiting` - which it must, since it
+ * cannot go on until a chunk is released. No timing is involved.
+ */
+struct full_ring_case {
+	uint32_t nchunks;
+	int monotonic; /* every event through the slow path */
+	uint64_t events;
+};
+
+static uint32_t owner_done;
+
+static void *consume_when_full(void *arg)
+{
+	struct hp_thread *t = arg;
+	struct ring_result *r = &shared->ring;
+	for (;;) {
+		/* done first: once it is set, the last head is visible */
+		int done = __atomic_load_n(&owner_done, __ATOMIC_ACQUIRE);
+		uint32_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
+		if (head - t->tail == t->nchunks) {
+			while (!__atomic_load_n(&t->waiting, __ATOMIC_ACQUIRE))
+				sched_yield();
+			r->waits++;
+		} else if (!done) {
+			sched_yield();
+			continue;
+		} else if (head == t->tail) {
+			return NULL;
+		}
+		const struct hp_raw *ev;
+		uint32_t seq;
+		size_t n = hp_buffer_take(t, NULL, &ev, &seq);
+		if (seq != r->chunks && r->wrong_seq == NONE)
+			r->wrong_seq = r->chunks;
+		uint64_t wrong = first_wrong(ev, n, r->consumed, 0);
+		if (wrong != NONE && r->wrong_at == NONE)
+			r->wrong_at = r->consumed + wrong;
+		r->consumed += n;
+		r->chunks++;
+		/* keep going after a wrong event: a stuck owner would hide it */
+		hp_buffer_release(t, seq);
+	}
+}
+
+static int child_full_ring(void *arg)
+{
+	const struct full_ring_case *fc = arg;
+	struct ring_result *r = &shared->ring;
+	r->wrong_at = r->wrong_seq = NONE;
+	hp_platform_init(fc->monotonic);
+	CHILD_EQ(set_mode(HP_MODE_STREAM, fc->nchunks), 0);
+	CHILD_EQ(hp_writer_init(), 0);
+	hp_writer_start();
+	CHILD_EQ(hp_writer_threaded(), 1);
+	struct hp_thread *t = hand_new(fc->nchunks);
+	CHILD_TRUE(t != NULL);
+	hand_own(t);
+	pthread_t th;
+	CHILD_EQ(pthread_create(&th, NULL, consume_when_full, t), 0);
+	record_range(0, fc->events);
+	hp_buffer_publish_self();
+	__atomic_store_n(&owner_done, 1, __ATOMIC_RELEASE);
+	CHILD_EQ(pthread_join(th, NULL), 0);
+	r->lost_ring = t->lost_ring;
+	r->lost_reentry = t->lost_reentry;
+	r->head = t->head;
+	r->tail = t->tail;
+	r->waiting = t->waiting;
+	hp_tls = (struct hp_tls){ .retired = 1 };
+	return CHILD_OK;
+}
+
+static uint64_t chunks_for(uint64_t events) { return (events + CHUNK - 1) / CHUNK; }
+
+START_TEST(test_full_ring_owner_waits)
+{
+	/* 21 chunks through 4: the ring is full when chunks 3..20 are
+	 * published, and each time the owner sleeps until a release wakes it */
+	static const struct full_ring_case fc = { 4, 0, 20 * CHUNK + 100 };
+	run_ok(NULL, child_full_ring, (void *)&fc);
+	const struct ring_result *r = &shared->ring;
+	ck_assert_uint_eq(r->chunks, chunks_for(fc.events));
+	ck_assert_uint_eq(r->waits, chunks_for(fc.events) - fc.nchunks + 1);
+	ck_assert_uint_eq(r->wrong_seq, NONE);
+	ck_assert_uint_eq(r->head, chunks_for(fc.events));
+	ck_assert_uint_eq(r->tail, chunks_for(fc.events));
+	ck_assert_uint_eq(r->waiting, 0);
+}
+END_TEST
+
+START_TEST(test_slow_consumer_loses_nothing)
+{
+	/* the smallest ring, every event through the slow path (no TSC): the
+	 * owner waits for each chunk and every event arrives once, in order */
+	static const struct full_ring_case fc = { 2, 1, 40 * CHUNK + 7 };
+	run_ok(NULL, child_full_ring, (void *)&fc);
+	const struct ring_result *r = &shared->ring;
+	ck_assert_uint_eq(r->consumed, fc.events);
+	ck_assert_uint_eq(r->wrong_at, NONE);
+	ck_assert_uint_eq(r->wrong_seq, NONE);
+	ck_assert_uint_eq(r->lost_ring, 0);
+	ck_assert_uint_eq(r->lost_reentry, 0);
+	ck_assert_uint_eq(r->waits, chunks_for(fc.events) - fc.nchunks + 1);
+}
+END_TEST
+
+static void hook_fx(int exit_too)
+{
+	__cyg_profile_func_enter((void *)FX, (void *)1);
+	if (exit_too)
+		__cyg_profile_func_exit((void *)FX, (void *)1);
+}
+
+static int child_busy(void *arg)
+{
+	(void)arg;
+	/* busy as inside the slow path, before the thread has a buffer (an
+	 * instrumented function called while the runtime starts): dropped,
+	 * counted for no stream, and nothing is started */
+	hp_tls.busy = 1;
+	hook_fx(0);
+	hp_tls.busy = 0;
+	CHILD_TRUE(hp_tls.thread == NULL);
+	CHILD_TRUE(hp_threads == NULL);
+	CHILD_EQ(hp_runtime_lost(HP_LOST_REENTRY), 1);
+	/* a full first chunk: the next event takes the slow path */
+	record_range(0, CHUNK);
+	struct hp_thread *t = hp_tls.thread;
+	CHILD_TRUE(t != NULL);
+	CHILD_TRUE(hp_tls.pos == t->base + CHUNK);
+	hp_tls.busy = 1;
+	hook_fx(1);
+	hook_fx(0);
+	hp_tls.busy = 0;
+	/* three events, the thread's: nothing stored, nothing published */
+	CHILD_EQ(t->lost_reentry, 3);
+	CHILD_EQ(hp_runtime_lost(HP_LOST_REENTRY), 1);
+	CHILD_TRUE(hp_tls.pos == t->base + CHUNK);
+	CHILD_EQ(t->head, 0);
+	/* and recording goes on where it was */
+	record_range(CHUNK, 4);
+	CHILD_EQ(t->head, 1);
+	CHILD_EQ(t->chunk_len[0], CHUNK);
+	CHILD_TRUE(hp_tls.pos == t->base + CHUNK + 4);
+	return CHILD_OK;
+}
+
+START_TEST(test_busy_events_lost_as_reentry)
+{
+	run_ok(NULL, child_busy, NULL);
+	struct order o = { .wrong_at = NONE };
+	analyze_order(&o);
+	ck_assert_uint_eq(A.events, CHUNK + 4);
+	ck_assert_uint_eq(o.wrong_at, NONE);
+	ck_assert_ptr_null(stat_of(FX));
+	ck_assert_uint_eq(lost_of(0, HP_LOST_REENTRY), 3);
+	ck_assert_uint_eq(lost_of(HP_STREAM_NONE, HP_LOST_REENTRY), 1);
+	ck_assert_uint_eq(A.info.end_lost, 4);
+}
+END_TEST
+
+static int child_late(void *arg)
+{
+	(void)arg;
+	record_range(0, 10);
+	struct hp_thread *t = hp_tls.thread;
+	CHILD_TRUE(t != NULL);
+	hp_buffer_retire_self();
+	/* the partial chunk is published and the thread marked exited */
+	CHILD_EQ(t->exited, 1);
+	CHILD_TRUE(t->tls == NULL);
+	CHILD_EQ(t->head, 1);
+	CHILD_EQ(t->chunk_len[0], 10);
+	CHILD_TRUE(hp_tls.thread == NULL);
+	CHILD_EQ(hp_tls.retired, 1);
+	CHILD_EQ(hp_tls.busy, 0);
+	CHILD_TRUE(hp_tls.pos == NULL && hp_tls.end == NULL);
+	/* later events are counted late, stored nowhere, and make no buffer */
+	hook_fx(1);
+	record_range(10, 3);
+	CHILD_EQ(hp_runtime_lost(HP_LOST_LATE), 5);
+	CHILD_EQ(t->head, 1);
+	CHILD_TRUE(hp_threads == t && t->next == NULL);
+	CHILD_TRUE(hp_tls.thread == NULL);
+	return CHILD_OK;
+}
+
+START_TEST(test_events_after_retire_are_late)
+{
+	/* ring mode: no writer thread, so the retired thread is not freed
+	 * under the child's feet */
+	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "512K", NULL };
+	run_ok(env, child_late, NULL);
+	struct order o = { .wrong_at = NONE };
+	analyze_order(&o);
+	ck_assert_uint_eq(A.events, 10);
+	ck_assert_uint_eq(o.wrong_at, NONE);
+	ck_assert_ptr_null(stat_of(FX));
+	ck_assert_uint_eq(lost_of(HP_STREAM_NONE, HP_LOST_LATE), 5);
+	ck_assert_uint_eq(lost_of(0, HP_LOST_RING) + lost_of(0, HP_LOST_REENTRY), 0);
+	ck_assert_uint_eq(A.info.end_lost, 5);
+	ck_assert_uint_eq(streams_seen(), 1);
+}
+END_TEST
+
+/* -------------------------------------------------------------- limits */
+
+START_TEST(test_snapshot_partial_nothing_to_copy)
+{
+	struct hp_tls tls = { 0 };
+	uint32_t seq = 55;
+	hand_publish(T, 0, 3);
+	/* the owner has not stored anything in its new chunk yet */
+	T->tls = &tls;
+	tls.pos = slot(T, 1);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 0);
+	/* the owner between publishing and taking its next chunk: pos is still
+	 * at the end of the chunk it published, which is not the partial one */
+	tls.pos = slot(T, 0) + 3;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 0);
+	tls.pos = slot(T, 3) + CHUNK; /* end of the buffer, wrapping to slot 0 */
+	T->head = T->tail = 4;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 0);
+	/* an exited owner published everything; a retired one has no tls */
+	T->head = T->tail = 1;
+	tls.pos = slot(T, 1) + 5;
+	T->exited = 1;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 0);
+	T->exited = 0;
+	T->tls = NULL;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 0);
+	ck_assert_uint_eq(seq, 55);
+	/* and the control: with tls back, the 5 events are there */
+	T->tls = &tls;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 5);
+	ck_assert_uint_eq(seq, 1);
+}
+END_TEST
+
+START_TEST(test_snapshot_partial_full_chunk)
+{
+	/* a chunk filled to the last slot, whose publish has not happened yet */
+	struct hp_tls tls = { 0 };
+	T->tls = &tls;
+	T->head = T->tail = 3;
+	struct hp_raw *s = slot(T, 3);
+	for (uint64_t j = 0; j < CHUNK; j++)
+		s[j] = (struct hp_raw){ addr_at(j), tick_at(j) };
+	tls.pos = s + CHUNK;
+	uint32_t seq;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), CHUNK);
+	ck_assert_uint_eq(seq, 3);
+	ck_assert_uint_eq(first_wrong(scratch, CHUNK, 0, 1), NONE);
+	ck_assert_uint_eq(scratch[CHUNK].addr, 0xa5a5a5a5a5a5a5a5ull);
+}
+END_TEST
+
+START_TEST(test_ring_take_clamps_length)
+{
+	/* a length read while the owner rewrites it may be anything: ring mode
+	 * copies at most one chunk into the consumer's scratch */
+	ck_assert_int_eq(set_mode(HP_MODE_RING, 4), 0);
+	hand_publish(T, 0, CHUNK);
+	T->chunk_len[0] = 5000;
+	const struct hp_raw *ev;
+	uint32_t seq;
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), CHUNK);
+	ck_assert_uint_eq(first_wrong(ev, CHUNK, 0, 1), NONE);
+	for (size_t j = 0; j < GUARD_EVENTS; j++)
+		ck_assert_uint_eq(scratch[CHUNK + j].addr, 0xa5a5a5a5a5a5a5a5ull);
+	ck_assert_uint_eq(T->tail, 1);
+}
+END_TEST
+
+static int child_two_chunks(void *arg)
+{
+	(void)arg;
+	/* 200K is three chunks and an eighth: rounded down to a power of two, 2 */
+	record_range(0, 4 * CHUNK + 1);
+	struct hp_thread *t = hp_tls.thread;
+	CHILD_TRUE(t != NULL);
+	CHILD_EQ(t->nchunks, 2);
+	CHILD_EQ(t->map_bytes % 4096, 0);
+	CHILD_EQ(t->head, 4);
+	CHILD_EQ(t->tail, 3); /* two chunks kept: 3 and the one filling */
+	CHILD_EQ(t->lost_ring, 3 * CHUNK);
+	CHILD_EQ(first_wrong(slot(t, 3), CHUNK, 3 * CHUNK, 0), NONE);
+	CHILD_EQ(first_wrong(slot(t, 4), 1, 4 * CHUNK, 0), NONE);
+	return CHILD_OK;
+}
+
+START_TEST(test_buffer_size_rounds_down)
+{
+	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "200K", NULL };
+	run_ok(env, child_two_chunks, NULL);
+	analyze_order(NULL);
+	ck_assert_uint_eq(A.events, CHUNK + 1);
+	ck_assert_uint_eq(A.info.end_lost, 3 * CHUNK);
+}
+END_TEST
+
+static int child_publish_self(void *arg)
+{
+	(void)arg;
+	record_range(0, 2);
+	struct hp_thread *t = hp_tls.thread;
+	CHILD_TRUE(t != NULL);
+	hp_buffer_publish_self();
+	CHILD_EQ(t->head, 1);
+	CHILD_EQ(t->chunk_len[0], 2);
+	CHILD_TRUE(hp_tls.pos == slot(t, 1));
+	/* nothing new: no empty chunk is published */
+	hp_buffer_publish_self();
+	CHILD_EQ(t->head, 1);
+	CHILD_TRUE(hp_tls.pos == slot(t, 1));
+	record_range(2, 2);
+	CHILD_TRUE(hp_tls.pos == slot(t, 1) + 2);
+	CHILD_EQ(first_wrong(slot(t, 1), 2, 2, 0), NONE);
+	return CHILD_OK;
+}
+
+START_TEST(test_publish_self_skips_empty_chunk)
+{
+	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "256K", NULL };
+	run_ok(env, child_publish_self, NULL);
+	struct order o = { .wrong_at = NONE };
+	analyze_order(&o);
+	ck_assert_uint_eq(A.events, 4);
+	ck_assert_uint_eq(o.wrong_at, NONE);
+	ck_assert_uint_eq(o.resets, 0);
+}
+END_TEST
+
+static int child_finished(void *arg)
+{
+	(void)arg;
+	/* a writer thread runs, but after the final flush nobody consumes:
+	 * a stream-mode owner must drop the oldest chunk, not wait forever */
+	hp_platform_init(0);
+	CHILD_EQ(set_mode(HP_MODE_STREAM, 2), 0);
+	CHILD_EQ(hp_writer_init(), 0);
+	hp_writer_start();
+	CHILD_EQ(hp_writer_threaded(), 1);
+	hp_buffer_set_finished();
+	struct hp_thread *t = hand_new(2);
+	CHILD_TRUE(t != NULL);
+	hand_own(t);
+	record_range(0, 3 * CHUNK + 1);
+	CHILD_EQ(t->head, 3);
+	CHILD_EQ(t->tail, 2);
+	CHILD_EQ(t->lost_ring, 2 * CHUNK);
+	CHILD_EQ(t->waiting, 0);
+	CHILD_EQ(first_wrong(slot(t, 2), CHUNK, 2 * CHUNK, 0), NONE);
+	hp_tls = (struct hp_tls){ .retired = 1 };
+	return CHILD_OK;
+}
+
+START_TEST(test_finished_owner_drops_instead_of_waiting)
+{
+	run_ok(NULL, child_finished, NULL);
+}
+END_TEST
+
+static int child_sequence_wrap(void *arg)
+{
+	(void)arg;
+	/*
+	 * head and tail are 32-bit counters: after 2^32 chunks they wrap.
+	 * A thread near the wrap (after about 1.8e13 events) with 4 chunks:
+	 * chunks UINT32_MAX - 1 and UINT32_MAX are published, unconsumed,
+	 * and the owner moves on to chunk 0. Those three live chunks must be
+	 * three different slots of the ring (which is why hp_buffer_init
+	 * makes the chunk count a power of two: with 3, chunk 0 would land
+	 * on chunk UINT32_MAX's slot).
+	 */
+	hp_platform_init(0);
+	CHILD_EQ(set_mode(HP_MODE_RING, 4), 0);
+	struct hp_thread *t = hand_new(4);
+	CHILD_TRUE(t != NULL);
+	t->head = t->tail = UINT32_MAX - 1;
+	hand_own(t);
+	record_range(0, 2 * CHUNK + 1);
+	CHILD_EQ(t->head, 0); /* wrapped */
+	CHILD_EQ(t->tail, UINT32_MAX - 1);
+	CHILD_EQ(t->lost_ring, 0); /* two of three chunks published: no drop */
+	hp_tls = (struct hp_tls){ .retired = 1 };
+	struct hp_raw *copy = hp_pages_alloc(HP_CHUNK_BYTES);
+	CHILD_TRUE(copy != NULL);
+	const struct hp_raw *ev;
+	uint32_t seq;
+	CHILD_EQ(hp_buffer_take(t, copy, &ev, &seq), CHUNK);
+	CHILD_EQ(seq, UINT32_MAX - 1);
+	CHILD_EQ(first_wrong(ev, CHUNK, 0, 0), NONE);
+	CHILD_EQ(hp_buffer_take(t, copy, &ev, &seq), CHUNK);
+	CHILD_EQ(seq, UINT32_MAX);
+	/* the events of chunk UINT32_MAX, not the one written for chunk 0 */
+	CHILD_EQ(ev[0].addr, addr_at(CHUNK));
+	CHILD_EQ(first_wrong(ev, CHUNK, CHUNK, 0), NONE);
+	return CHILD_OK;
+}
+
+START_TEST(test_sequence_wrap_keeps_chunks_apart)
+{
+	run_ok(NULL, child_sequence_wrap, NULL);
+}
+END_TEST
+
+static Suite *buffer_suite(void)
+{
+	Suite *s = suite_create("buffer");
+	TCase *core = tcase_create("core");
+	tcase_add_checked_fixture(core, setup, teardown);
+	tcase_set_timeout(core, 30);
+	tcase_add_test(core, test_take_nothing_published);
+	tcase_add_test(core, test_take_oldest_first);
+	tcase_add_test(core, test_take_wraps_around);
+	tcase_add_test(core, test_ring_take_copies_and_claims);
+	tcase_add_test(core, test_release_wakes_waiting_owner);
+	tcase_add_test(core, test_snapshot_partial_copies_unpublished);
+	tcase_add_test(core, test_first_event_creates_buffer);
+	tcase_add_test(core, test_ring_mode_drops_oldest);
+	tcase_add_test(core, test_full_ring_owner_waits);
+	tcase_add_test(core, test_slow_consumer_loses_nothing);
+	tcase_add_test(core, test_busy_events_lost_as_reentry);
+	tcase_add_test(core, test_events_after_retire_are_late);
+	suite_add_tcase(s, core);
+	TCase *limits = tcase_create("limits");
+	tcase_add_checked_fixture(limits, setup, teardown);
+	tcase_set_timeout(limits, 30);
+	tcase_add_test(limits, test_snapshot_partial_nothing_to_copy);
+	tcase_add_test(limits, test_snapshot_partial_full_chunk);
+	tcase_add_test(limits, test_ring_take_clamps_length);
+	tcase_add_test(limits, test_buffer_size_rounds_down);
+	tcase_add_test(limits, test_publish_self_skips_empty_chunk);
+	tcase_add_test(limits, test_finished_owner_drops_instead_of_waiting);
+	tcase_add_test(limits, test_sequence_wrap_keeps_chunks_apart);
+	suite_add_tcase(s, limits);
+	return s;
+}
+
+int main(void)
+{
+	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED) {
+		perror("mmap");
+		return EXIT_FAILURE;
+	}
+	snprintf(top, sizeof(top), "%s/check_buffer.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(top)) {
+		perror(top);
+		return EXIT_FAILURE;
+	}
+	SRunner *sr = srunner_create(buffer_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
