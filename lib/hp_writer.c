@@ -20,6 +20,9 @@
 
 #define IDLE_WAIT_MS 50
 #define HOUSEKEEPING_NS 1000000000ull
+/* The first CLOCK after start comes soon: two make a calibration, and a
+ * run killed early should still have one. */
+#define FIRST_HOUSEKEEPING_NS 20000000ull
 #define SIGNAL_WAIT_MS 2000
 
 static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -196,10 +199,15 @@ static int drain_all_locked(void)
 	return worked;
 }
 
+/* What the program asked for must be readable on its own if the process
+ * then dies without a word (kill -9): the events, a calibration point and
+ * the objects loaded since the last map. */
 void hp_writer_flush_all(void)
 {
 	pthread_mutex_lock(&writer_lock);
 	drain_all_locked();
+	hp_modules_write(0);
+	hp_writer_clock_record();
 	hp_output_flush();
 	pthread_mutex_unlock(&writer_lock);
 }
@@ -261,7 +269,7 @@ static void *writer_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, "hookprof-writer");
 	hp_tls.retired = 1; /* instrumented code called from here is not traced */
-	uint64_t next_housekeeping = hp_clock_ns() + HOUSEKEEPING_NS;
+	uint64_t next_housekeeping = hp_clock_ns() + FIRST_HOUSEKEEPING_NS;
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&writer_lock);
 		int worked = drain_all_locked();

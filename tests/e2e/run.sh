@@ -107,6 +107,7 @@ build useplugin gcc "${IF[@]}" -O1 "$SRC/useplugin.c" -ldl
 build useplugin_linked gcc "${IF[@]}" -O0 "$SRC/useplugin.c" -ldl "${LINK[@]}"
 build ending gcc "${IF[@]}" -O0 "$SRC/ending.c"
 build ending_linked gcc "${IF[@]}" -O0 "$SRC/ending.c" "${LINK[@]}"
+build flushkill_linked gcc "${IF[@]}" -O0 "$SRC/flushkill.c" "${LINK[@]}"
 HAVE_CLANG=0
 if command -v clang >/dev/null 2>&1; then
 	HAVE_CLANG=1
@@ -517,17 +518,23 @@ ending_checks "abort() inside nested calls, record" ending
 
 # ---- settings -----------------------------------------------------------
 
-# run_env NAME BIN VAR=VALUE...: the binary (not linked) with the library
-# preloaded and the given environment; HOOKPROF_OUTPUT is $TRACE unless given.
+# run_env NAME BIN VAR=VALUE... [-- ARGS...]: the binary (not linked) with the
+# library preloaded and the given environment; HOOKPROF_OUTPUT is $TRACE
+# unless given. ARGS go to the program.
 run_env() {
-	local name=$1 bin=$2 t0
+	local name=$1 bin=$2 t0 vars=()
 	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		vars+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
 	RUNS=$((RUNS + 1))
 	DIR=$T/run/$RUNS-$name
 	TRACE=$DIR/trace.hookprof
 	mkdir -p "$DIR"
 	t0=$(now_ns)
-	{ (cd "$DIR" && exec env HOOKPROF_OUTPUT="$TRACE" LD_PRELOAD="$LIB" "$@" "$B/$bin" >out 2>err); } 2>/dev/null
+	{ (cd "$DIR" && exec env HOOKPROF_OUTPUT="$TRACE" LD_PRELOAD="$LIB" "${vars[@]}" "$B/$bin" "$@" >out 2>err); } 2>/dev/null
 	RC=$?
 	WALL_NS=$(($(now_ns) - t0))
 }
@@ -546,6 +553,25 @@ if report "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion" "$TRACE"; then
 	check "ring mode keeps the last events: rec_fib (called last) is in the report, at most 21891 calls" \
 		"rec_fib calls: '$n'" awk -v n="$n" 'BEGIN { exit !(n ~ /^[0-9]+$/ && n + 0 >= 1 && n + 0 <= 21891) }'
 fi
+check "ring mode: the report's header counts the events it lost" "$(brief "$T/ring-table.out")" \
+	sh -c '"$1" report "$2" >"$3" && head -n 1 "$3" | grep -Eq ", [1-9][0-9]* lost, "' sh "$HP" "$TRACE" "$T/ring-table.out"
+# The flight recorder on a fatal signal: written by the handler.
+run_env ring-segv ending HOOKPROF_MODE=ring -- segv
+check_run "HOOKPROF_MODE=ring, segv() inside nested calls" preload 139 "ending segv"
+ending_checks "HOOKPROF_MODE=ring, segv() inside nested calls" ending
+# ... and when the program asks, then dies of SIGKILL (nothing else runs).
+for mode in ring stream; do
+	label="HOOKPROF_MODE=$mode, hookprof_flush() then SIGKILL"
+	run_env "flushkill-$mode" flushkill_linked HOOKPROF_MODE=$mode
+	check_run "$label" linked 137 "flushed 0 traced"
+	check "$label: report without --partial refuses the trace, in one line" "$(brief "$T/fk.err")" \
+		sh -c '! "$1" report "$2" >/dev/null 2>"$3" && [ "$(wc -l <"$3")" = 1 ] && grep -q "no end record" "$3"' \
+		sh "$HP" "$TRACE" "$T/fk.err"
+	if report "$label" --partial "$TRACE"; then
+		expect_calls "$label" flushkill_linked main=1 fk_work=5
+		check_times "$label"
+	fi
+done
 run_env small-stream recursion HOOKPROF_BUFFER=128K
 check_run "HOOKPROF_BUFFER=128K stream mode recursion" preload 0 "recursion 100000 6765"
 recursion_checks "HOOKPROF_BUFFER=128K stream mode (lossless) recursion" recursion
