@@ -8,7 +8,7 @@
 #   tests/bench/bench.sh
 # Environment:
 #   BENCH_REPS=N       timed runs of each no-op/floor/hookprof case (default 3;
-#                      the median is shown); uftrace runs once per program
+#                      the fastest is shown); uftrace runs once per program
 #   BENCH_UFTRACE=0    leave uftrace out
 #   BENCH_INSTALL=0    do not try to apt-get install a missing uftrace
 #   BENCH_MD=FILE      the Markdown copy of the figures (default build/bench.md)
@@ -39,7 +39,7 @@ results=$work/results
 say() { printf '%s\n' "$*"; }
 note() { printf 'bench: %s\n' "$*" >&2; }
 # put KEY VALUE...: one figure for render.awk; a key given several times
-# (one per repetition) is a list the renderer takes the median of.
+# (one per repetition) is a list: the renderer takes its fastest or median.
 put() { printf '%s %s\n' "$1" "${*:2}" >>"$results"; }
 
 # ---- the programs, the floor and runstat ---------------------------------
@@ -251,8 +251,9 @@ fi
 # ---- summary -----------------------------------------------------------------
 
 say ""
-awk -v mode=summary -f "$render" "$results"
 mkdir -p "$(dirname "$md")"
+cp "$results" "${md%.md}.raw" # the figures themselves, for rendering again
+awk -v mode=summary -f "$render" "$results"
 if awk -v mode=markdown -f "$render" "$results" >"$md"; then
 	say ""
 	say "Markdown copy: $md"

@@ -1,7 +1,8 @@
 # render.awk - turns bench.sh's raw figures into tables (POSIX awk; mawk is fine).
 #
 # Input: lines "KEY VALUE...", KEY = prog.tool.metric (or machine.*, report.*).
-# A key given several times is a list (one value per run): its median is used.
+# A key given several times is a list (one value per run): times use its
+# minimum (noise on a shared machine only adds time), sizes its median.
 # Modes (-v mode=...): program (with -v prog=NAME), summary, markdown.
 
 {
@@ -46,6 +47,8 @@ function lmin(k,    a, m, i, x) {
 	return x
 }
 
+function best(k) { return has(k) ? lmin(k) : "" }
+
 # (max - min) / median of a list, as a percentage; "-" for a single run
 function spread(k,    m) {
 	if (!has(k) || n[k] < 2)
@@ -76,8 +79,9 @@ function derive(p,    t, nw, nc, fw, fc, i, tools) {
 	split("noop floor hookprof uftrace", tools, " ")
 	for (i = 1; i <= 4; i++) {
 		t = tools[i]
-		d[t "_wall"] = med(p "." t ".wall")
-		d[t "_cpu"] = med(p "." t ".cpu")
+		# The fastest run: on a shared machine noise only ever adds time.
+		d[t "_wall"] = best(p "." t ".wall")
+		d[t "_cpu"] = best(p "." t ".cpu")
 		d[t "_rss"] = med(p "." t ".rss")
 	}
 	nw = d["noop_wall"]; nc = d["noop_cpu"]
@@ -163,9 +167,9 @@ function print_program(p,    e) {
 
 function derive_report() {
 	r_ev = has("report.events") ? v["report.events"] + 0 : ""
-	r_hp = med("report.hookprof.wall")
+	r_hp = best("report.hookprof.wall")
 	r_hprss = med("report.hookprof.rss")
-	r_uf = med("report.uftrace.wall")
+	r_uf = best("report.uftrace.wall")
 	r_ufrss = med("report.uftrace.rss")
 	r_eps = r_hp != "" && r_hp > 0 && r_ev != "" ? r_ev / r_hp : ""
 	s_ev = has("small.events") ? v["small.events"] + 0 : ""
@@ -176,7 +180,7 @@ function derive_report() {
 # ---- summary mode ----------------------------------------------------------------
 
 function print_summary(    i, p) {
-	printf "== summary: medians of %s runs (uftrace: 1 run); overhead = time above the plain (no-op) run\n",
+	printf "== summary: fastest of %s runs (uftrace: 1 run; noise only adds time); overhead = time above the plain (no-op) run\n",
 		v["machine.reps"]
 	printf "   %s, %s CPUs, %s, %s; load average at start %s\n", v["machine.model"], v["machine.nproc"],
 		v["machine.kernel"], v["machine.date"], v["machine.load"]
@@ -227,7 +231,7 @@ function print_markdown(    i, p) {
 		printf "; uftrace %s", v["machine.uftrace"]
 	if (has("machine.commit"))
 		printf "; hookprof commit %s", v["machine.commit"]
-	printf "; load average at start %s.\nMedians of %s runs (uftrace: 1 run); programs built with `-finstrument-functions -O2`.\n",
+	printf "; load average at start %s.\nFastest of %s runs for times, medians for sizes and memory (uftrace: 1 run); programs built with `-finstrument-functions -O2`.\n",
 		v["machine.load"], v["machine.reps"]
 	printf "*no-op*: glibc's empty hooks; *floor*: hooks that only store {address, rdtsc} (16 bytes) in a\n"
 	printf "thread-local 4096-entry ring; *hookprof*: `LD_PRELOAD=libhookprof.so`, stream mode;\n"
@@ -254,7 +258,7 @@ function print_markdown(    i, p) {
 		}
 		if (s_rss != "")
 			printf "On fib(25) (%s events, %.0fx fewer) `hookprof report` peaks at %.1f MiB: its memory does not grow with the number of events.\n",
-				commas(s_ev), s_ev > 0 ? r_ev / s_ev : 0, s_rss / 1024
+				commas(s_ev), (s_ev > 0 ? r_ev / s_ev : 0), s_rss / 1024
 
 	}
 	printf "\n| program | run | wall s | spread | CPU s | peak RSS MiB | ns/call over no-op (wall) | ns/call over no-op (CPU) |\n"
