@@ -25,6 +25,8 @@ SYM_OBJ := $(SYM_SRC:%.c=$(BUILD)/%.o)
 SYM_LIB_OBJ := $(filter-out $(BUILD)/symbolize/main.o,$(SYM_OBJ))
 UNIT_SRC := $(wildcard tests/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
+# Helpers the unit tests share: linked into each of them, never into the library.
+TESTKIT_OBJ := $(BUILD)/tests/testkit.o
 
 all: $(BUILD)/libhookprof.so $(BUILD)/libhookprof.a $(BUILD)/hookprof
 
@@ -45,8 +47,8 @@ $(BUILD)/libhookprof.a: $(LIB_OBJ)
 $(BUILD)/hookprof: $(SYM_OBJ) $(BUILD)/lib/hp_config.o
 	$(CC) $(CFLAGS) -pthread -o $@ $(SYM_OBJ) $(BUILD)/lib/hp_config.o $(SYM_LIBS)
 
-$(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a
-	$(CC) $(CFLAGS) -pthread -o $@ $< $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a $(SYM_LIBS) -lcheck -lsubunit -lm -lrt
+$(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a
+	$(CC) $(CFLAGS) -pthread -o $@ $< $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a $(SYM_LIBS) -lcheck -lsubunit -lm -lrt
 
 deps:
 	@scripts/deps.sh

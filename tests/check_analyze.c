@@ -11,146 +11,33 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
-#include <ftw.h>
 #include <limits.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hp_format.h"
+#include "testkit.h"
 
 #include "../symbolize/hp_analyze.h"
 
-/* ------------------------------------------------------- byte builder */
+/* ------------------------------------------------------- trace files */
 
-struct bb {
-	uint8_t *p;
-	size_t n, cap;
-};
-
-static void put(struct bb *b, const void *src, size_t len)
+/* The traced program of every file here: pid 4321, "/bin/prog". */
+static void process_rec(struct tk_bytes *b, uint32_t clock)
 {
-	if (b->n + len > b->cap) {
-		b->cap = (b->n + len) * 2 + 64;
-		b->p = realloc(b->p, b->cap);
-		ck_assert_ptr_nonnull(b->p);
-	}
-	memcpy(b->p + b->n, src, len);
-	b->n += len;
-}
-
-static void put8(struct bb *b, uint8_t v) { put(b, &v, 1); }
-static void put32(struct bb *b, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		put8(b, (uint8_t)(v >> 8 * i));
-}
-static void put64(struct bb *b, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		put8(b, (uint8_t)(v >> 8 * i));
-}
-static void putstr(struct bb *b, const char *s)
-{
-	put32(b, (uint32_t)strlen(s));
-	put(b, s, strlen(s));
-}
-
-static void header(struct bb *b)
-{
-	put(b, "HOOKPROF", 8);
-	put8(b, 1), put8(b, 0); /* major */
-	put8(b, 0), put8(b, 0); /* minor */
-	put32(b, 0x01020304);
-	put32(b, 32);
-	for (int i = 0; i < 12; i++)
-		put8(b, 0);
-}
-
-/* Starts a record; returns where its size goes. */
-static size_t rec(struct bb *b, uint32_t type)
-{
-	put32(b, type);
-	size_t at = b->n;
-	put32(b, 0);
-	return at;
-}
-
-static void rec_end(struct bb *b, size_t at)
-{
-	uint32_t size = (uint32_t)(b->n - at - 4);
-	for (int i = 0; i < 4; i++)
-		b->p[at + (size_t)i] = (uint8_t)(size >> 8 * i);
-}
-
-static void process_rec(struct bb *b, uint32_t clock)
-{
-	size_t r = rec(b, HP_REC_PROCESS);
-	put32(b, 4321);
-	put32(b, clock);
-	put64(b, 1700000000000000000ull);
-	put32(b, 0);
-	put32(b, 1);
-	putstr(b, "/bin/prog");
-	putstr(b, "prog");
-	rec_end(b, r);
-}
-
-static void clock_rec(struct bb *b, uint64_t tick, uint64_t ns)
-{
-	size_t r = rec(b, HP_REC_CLOCK);
-	put64(b, tick);
-	put64(b, ns);
-	rec_end(b, r);
-}
-
-static void thread_rec(struct bb *b, uint32_t stream, uint32_t tid, const char *name)
-{
-	size_t r = rec(b, HP_REC_THREAD);
-	put32(b, stream);
-	put32(b, tid);
-	putstr(b, name);
-	rec_end(b, r);
-}
-
-static void lost_rec(struct bb *b, uint32_t stream, uint32_t reason, uint64_t count)
-{
-	size_t r = rec(b, HP_REC_LOST);
-	put32(b, stream);
-	put32(b, reason);
-	put64(b, count);
-	rec_end(b, r);
-}
-
-static void end_rec(struct bb *b, uint64_t events, uint64_t lost, uint32_t streams)
-{
-	size_t r = rec(b, HP_REC_END);
-	put64(b, events);
-	put64(b, lost);
-	put32(b, streams);
-	put32(b, 0);
-	rec_end(b, r);
-}
-
-static void events_rec(struct bb *b, uint32_t stream, uint32_t count, const uint8_t *data,
-		       size_t len)
-{
-	size_t r = rec(b, HP_REC_EVENTS);
-	put32(b, stream);
-	put32(b, count);
-	put(b, data, len);
-	rec_end(b, r);
+	static const char *const argv[] = { "prog" };
+	tk_process_rec(b, 4321, clock, 1700000000000000000ull, 0, "/bin/prog", 1, argv);
 }
 
 /* An EVENTS record of `stream` claiming `count` events, data spelt out. */
 #define EVENTS(b, stream, count, ...)                                    \
 	do {                                                             \
 		static const uint8_t d_[] = { __VA_ARGS__ };             \
-		events_rec(b, stream, count, d_, sizeof(d_));            \
+		tk_events_rec(b, stream, count, d_, sizeof(d_));         \
 	} while (0)
 
 /* ------------------------------------------------------- fixture */
@@ -160,38 +47,23 @@ static char top[PATH_MAX - 64];
 static char dir[PATH_MAX];
 static char path[PATH_MAX + 64];
 static char err[1024];
-static struct bb file;
+static struct tk_bytes file;
 static struct hp_analysis a;
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s/test.XXXXXX", top);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tk_make_test_dir(dir, sizeof(dir), top);
 	snprintf(path, sizeof(path), "%s/t.hookprof", dir);
 	memset(&file, 0, sizeof(file));
 	memset(&a, 0, sizeof(a));
 	err[0] = 0;
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(p);
-}
-
 static void teardown(void)
 {
 	hp_analysis_free(&a);
 	free(file.p);
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void save(void)
-{
-	FILE *f = fopen(path, "wb");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_uint_eq(fwrite(file.p, 1, file.n, f), file.n);
-	fclose(f);
+	tk_remove_tree(dir);
 }
 
 /* Starts the file over. */
@@ -203,7 +75,7 @@ static void restart(void)
 
 static void analyze_ok(int flags, hp_event_fn fn, void *arg)
 {
-	save();
+	tk_save(path, &file);
 	hp_analysis_free(&a);
 	int rc = hp_analyze(path, flags, fn, arg, &a, err, sizeof(err));
 	ck_assert_msg(rc == 0, "hp_analyze: %s", err);
@@ -212,7 +84,7 @@ static void analyze_ok(int flags, hp_event_fn fn, void *arg)
 /* Refused with one line that names the file and says `why`. */
 static void analyze_fails(int flags, const char *why)
 {
-	save();
+	tk_save(path, &file);
 	hp_analysis_free(&a);
 	strcpy(err, "untouched");
 	ck_assert_int_eq(hp_analyze(path, flags, NULL, NULL, &a, err, sizeof(err)), -1);
@@ -250,18 +122,18 @@ enum { FA = 0x10, FB = 0x20 }; /* addresses of functions 0 and 1 */
 
 /* Stream 0 and stream 1 call A and B; their records alternate and each
  * leaves frames open across the other's. */
-static void interleaved(struct bb *b)
+static void interleaved(struct tk_bytes *b)
 {
-	header(b);
+	tk_header(b);
 	process_rec(b, HP_CLOCK_MONOTONIC);
-	clock_rec(b, 0, 0);
-	thread_rec(b, 0, 100, "main");
-	thread_rec(b, 1, 101, "worker");
+	tk_clock_rec(b, 0, 0);
+	tk_thread_rec(b, 0, 100, "main");
+	tk_thread_rec(b, 1, 101, "worker");
 	EVENTS(b, 0, 1, 0x43, 0x10, 0x00, 0x0a);                    /* A @10 */
 	EVENTS(b, 1, 2, 0x43, 0x20, 0x01, 0xe8, 0x07, 0x00, 0x05);  /* B @1000, A @1005 */
 	EVENTS(b, 0, 3, 0x01, 0x0a, 0x85, 0x8f);                    /* B @20-25, A ends @40 */
 	EVENTS(b, 1, 2, 0x85, 0xda);                                /* A ends @1010, B @1100 */
-	end_rec(b, 8, 0, 2);
+	tk_end_rec(b, 8, 0, 2);
 }
 
 START_TEST(test_streams_interleaved)
@@ -286,13 +158,13 @@ START_TEST(test_recursion_once_in_ns)
 {
 	/* A @100 { A @110 { B @130 { A @160-170 } @200 } @230 } @300, across
 	 * two records; CLOCK pairs 2000 ticks apart over 1000 ns: 2 ticks a ns */
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_TSC);
-	clock_rec(&file, 1000, 0);
+	tk_clock_rec(&file, 1000, 0);
 	EVENTS(&file, 0, 4, 0x43, 0x10, 0x43, 0x20, 0x00, 0x64, 0x00, 0x0a, 0x01, 0x14, 0x00, 0x1e);
 	EVENTS(&file, 0, 4, 0x8a, 0x9e, 0x9e, 0x40, 0x8c, 0x01);
-	clock_rec(&file, 3000, 1000);
-	end_rec(&file, 8, 0, 1);
+	tk_clock_rec(&file, 3000, 1000);
+	tk_end_rec(&file, 8, 0, 1);
 	analyze_ok(0, NULL, NULL);
 	/* A: durations 10, 120, 200; total only the outermost; self
 	 * 10 + (120 - 70) + (200 - 120). B: 70, of which A's 10 is not self */
@@ -311,11 +183,11 @@ START_TEST(test_open_frames_closed_at_stream_last_tick)
 {
 	/* main called exit(): END is there, frames are not closed. Each
 	 * stream's frames end at that stream's last tick, not the file's. */
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	EVENTS(&file, 0, 3, 0x43, 0x10, 0x43, 0x20, 0x00, 0x0a, 0x01, 0x0a, 0x40, 0x3c); /* A @10, B @20-50 */
 	EVENTS(&file, 1, 2, 0x01, 0xe8, 0x07, 0x00, 0xac, 0x02);                        /* B @1000, A @1300 */
-	end_rec(&file, 5, 0, 2);
+	tk_end_rec(&file, 5, 0, 2);
 	analyze_ok(0, NULL, NULL);
 	ck_assert_int_eq(a.partial, 0);
 	assert_stat(0, FA, 2, 40 + 0, 10 + 0, 0, 40);
@@ -327,13 +199,13 @@ START_TEST(test_reset_drops_only_its_stream)
 {
 	/* stream 0 loses events (reset) while stream 1 has A open: stream 1's
 	 * exit still finds its frame, stream 0's dropped frames are no calls */
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	EVENTS(&file, 0, 2, 0x43, 0x10, 0x43, 0x20, 0x00, 0x0a, 0x01, 0x0a); /* A @10, B @20 */
 	EVENTS(&file, 1, 1, 0x00, 0x64);                                     /* A @100 */
 	EVENTS(&file, 0, 2, 0x44, 0x00, 0x05, 0x83);                          /* A @5-8 */
 	EVENTS(&file, 1, 1, 0xb2);                                           /* A ends @150 */
-	end_rec(&file, 6, 0, 2);
+	tk_end_rec(&file, 6, 0, 2);
 	analyze_ok(0, NULL, NULL);
 	assert_stat(0, FA, 2, 3 + 50, 3 + 50, 3, 50);
 	ck_assert_uint_eq(fn(1, FB)->calls, 0);
@@ -345,12 +217,12 @@ END_TEST
 static void counted(uint32_t count, uint64_t end_events)
 {
 	restart();
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	static const uint8_t d[] = { 0x43, 0x10, 0x43, 0x20, 0x00, 0x01, 0x41, 0x01, 0x02,
 				     0x44, 0x00, 0x05, 0x80 };
-	events_rec(&file, 0, count, d, sizeof(d));
-	end_rec(&file, end_events, 0, 1);
+	tk_events_rec(&file, 0, count, d, sizeof(d));
+	tk_end_rec(&file, end_events, 0, 1);
 }
 
 START_TEST(test_event_counts)
@@ -376,11 +248,11 @@ END_TEST
 START_TEST(test_missing_end)
 {
 	/* killed: stream 0 has A open from 20, stream 1 A and B from 100, 150 */
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	EVENTS(&file, 0, 3, 0x43, 0x10, 0x43, 0x20, 0x00, 0x0a, 0x85, 0x00, 0x05); /* A @10-15, A @20 */
 	EVENTS(&file, 1, 2, 0x00, 0x64, 0x01, 0x32);                               /* A @100, B @150 */
-	lost_rec(&file, 1, HP_LOST_RING, 9);
+	tk_lost_rec(&file, 1, HP_LOST_RING, 9);
 	analyze_fails(0, "incomplete trace: no end record");
 	analyze_ok(HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL);
 	ck_assert_int_eq(a.partial, 1);
@@ -390,7 +262,7 @@ START_TEST(test_missing_end)
 	assert_stat(0, FA, 3, 5 + 0 + 50, 5 + 0 + 50, 0, 50);
 	assert_stat(1, FB, 1, 0, 0, 0, 0);
 	/* with END the same events are complete */
-	end_rec(&file, 5, 9, 2);
+	tk_end_rec(&file, 5, 9, 2);
 	analyze_ok(0, NULL, NULL);
 	ck_assert_int_eq(a.partial, 0);
 }
@@ -400,22 +272,22 @@ START_TEST(test_unknown_records_skipped)
 {
 	/* records of types this reader does not know, between the enter and
 	 * exit of A, whose payloads would read as events or an END */
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	EVENTS(&file, 0, 1, 0x43, 0x10, 0x00, 0x0a); /* A @10 */
-	size_t r = rec(&file, 8);
-	put8(&file, 0x80), put8(&file, 0x80), put8(&file, 0x80);
-	rec_end(&file, r);
-	r = rec(&file, 0xffffffffu);
-	put32(&file, 0), put32(&file, 1), put8(&file, 0x85);
-	rec_end(&file, r);
-	r = rec(&file, 0x100 | HP_REC_END);
-	put64(&file, 99), put64(&file, 0), put32(&file, 1), put32(&file, 0);
-	rec_end(&file, r);
-	r = rec(&file, 0);
-	rec_end(&file, r);
+	size_t r = tk_rec_begin(&file, 8);
+	tk_put8(&file, 0x80), tk_put8(&file, 0x80), tk_put8(&file, 0x80);
+	tk_rec_end(&file, r);
+	r = tk_rec_begin(&file, 0xffffffffu);
+	tk_put32(&file, 0), tk_put32(&file, 1), tk_put8(&file, 0x85);
+	tk_rec_end(&file, r);
+	r = tk_rec_begin(&file, 0x100 | HP_REC_END);
+	tk_put64(&file, 99), tk_put64(&file, 0), tk_put32(&file, 1), tk_put32(&file, 0);
+	tk_rec_end(&file, r);
+	r = tk_rec_begin(&file, 0);
+	tk_rec_end(&file, r);
 	EVENTS(&file, 0, 1, 0x87); /* A ends @17 */
-	end_rec(&file, 2, 0, 1);
+	tk_end_rec(&file, 2, 0, 1);
 	analyze_ok(0, NULL, NULL);
 	ck_assert_uint_eq(a.events, 2);
 	ck_assert_uint_eq(a.info.end_events, 2);
@@ -427,20 +299,20 @@ START_TEST(test_lost_summed)
 {
 	/* LOST records among the events add up per stream and, for stream
 	 * 0xffffffff, globally; a stream may lose events without writing any */
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
-	lost_rec(&file, 0, HP_LOST_RING, 10);
+	tk_lost_rec(&file, 0, HP_LOST_RING, 10);
 	EVENTS(&file, 0, 1, 0x43, 0x10, 0x00, 0x0a);
-	lost_rec(&file, 1, HP_LOST_REENTRY, 3);
-	lost_rec(&file, HP_STREAM_NONE, HP_LOST_LATE, 7);
+	tk_lost_rec(&file, 1, HP_LOST_REENTRY, 3);
+	tk_lost_rec(&file, HP_STREAM_NONE, HP_LOST_LATE, 7);
 	EVENTS(&file, 1, 1, 0x00, 0x05);
-	lost_rec(&file, 0, HP_LOST_LATE, 2);
-	lost_rec(&file, HP_STREAM_NONE, HP_LOST_NO_BUFFER, 1);
-	lost_rec(&file, 5, HP_LOST_NO_BUFFER, 100);
-	lost_rec(&file, 1, HP_LOST_RING, 4);
+	tk_lost_rec(&file, 0, HP_LOST_LATE, 2);
+	tk_lost_rec(&file, HP_STREAM_NONE, HP_LOST_NO_BUFFER, 1);
+	tk_lost_rec(&file, 5, HP_LOST_NO_BUFFER, 100);
+	tk_lost_rec(&file, 1, HP_LOST_RING, 4);
 	EVENTS(&file, 0, 1, 0x81);
 	EVENTS(&file, 1, 1, 0x81);
-	end_rec(&file, 4, 127, 2);
+	tk_end_rec(&file, 4, 127, 2);
 	analyze_ok(0, NULL, NULL);
 	ck_assert_uint_eq(a.info.streams[0].lost, 12);
 	ck_assert_uint_eq(a.info.streams[1].lost, 7);
@@ -458,31 +330,31 @@ END_TEST
 START_TEST(test_modules_parsed)
 {
 	/* a snapshot before the events and one after a dlopen between them */
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
-	size_t r = rec(&file, HP_REC_MODULES);
-	put32(&file, 1);
-	put64(&file, 0x555555554000ull);
-	putstr(&file, "/bin/prog");
-	put32(&file, 3), put8(&file, 0xab), put8(&file, 0xcd), put8(&file, 0xef);
-	put32(&file, 2);
-	put64(&file, 0x555555555000ull), put64(&file, 0x800), put64(&file, 0x1000);
-	put32(&file, 5), put32(&file, 0);
-	put64(&file, 0x555555557000ull), put64(&file, 0x200), put64(&file, 0x3000);
-	put32(&file, 6), put32(&file, 0);
-	rec_end(&file, r);
+	size_t r = tk_rec_begin(&file, HP_REC_MODULES);
+	tk_put32(&file, 1);
+	tk_put64(&file, 0x555555554000ull);
+	tk_putstr(&file, "/bin/prog");
+	tk_put32(&file, 3), tk_put8(&file, 0xab), tk_put8(&file, 0xcd), tk_put8(&file, 0xef);
+	tk_put32(&file, 2);
+	tk_put64(&file, 0x555555555000ull), tk_put64(&file, 0x800), tk_put64(&file, 0x1000);
+	tk_put32(&file, 5), tk_put32(&file, 0);
+	tk_put64(&file, 0x555555557000ull), tk_put64(&file, 0x200), tk_put64(&file, 0x3000);
+	tk_put32(&file, 6), tk_put32(&file, 0);
+	tk_rec_end(&file, r);
 	EVENTS(&file, 0, 1, 0x43, 0x10, 0x00, 0x0a);
-	r = rec(&file, HP_REC_MODULES);
-	put32(&file, 1);
-	put64(&file, 0x7f0000000000ull);
-	putstr(&file, "/lib/libx.so");
-	put32(&file, 0);
-	put32(&file, 1);
-	put64(&file, 0x7f0000001000ull), put64(&file, 0x400), put64(&file, 0x1000);
-	put32(&file, 5), put32(&file, 0);
-	rec_end(&file, r);
+	r = tk_rec_begin(&file, HP_REC_MODULES);
+	tk_put32(&file, 1);
+	tk_put64(&file, 0x7f0000000000ull);
+	tk_putstr(&file, "/lib/libx.so");
+	tk_put32(&file, 0);
+	tk_put32(&file, 1);
+	tk_put64(&file, 0x7f0000001000ull), tk_put64(&file, 0x400), tk_put64(&file, 0x1000);
+	tk_put32(&file, 5), tk_put32(&file, 0);
+	tk_rec_end(&file, r);
 	EVENTS(&file, 0, 1, 0x81);
-	end_rec(&file, 2, 0, 1);
+	tk_end_rec(&file, 2, 0, 1);
 	analyze_ok(0, NULL, NULL);
 	ck_assert_uint_eq(a.info.nmodules, 2);
 	const struct hp_module *m = &a.info.modules[0];
@@ -552,7 +424,7 @@ START_TEST(test_callback_failure_stops)
 {
 	struct seen s = { .fail_at = 2 };
 	interleaved(&file);
-	save();
+	tk_save(path, &file);
 	ck_assert_int_eq(hp_analyze(path, 0, on_events, &s, &a, err, sizeof(err)), -1);
 	ck_assert_int_eq(s.calls, 2);
 	ck_assert_int_eq(strncmp(err, path, strlen(path)), 0);
@@ -563,10 +435,10 @@ END_TEST
 START_TEST(test_events_of_no_stream)
 {
 	/* 0xffffffff names no stream: LOST may use it, EVENTS may not */
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	EVENTS(&file, HP_STREAM_NONE, 1, 0x43, 0x10, 0x00, 0x0a);
-	end_rec(&file, 1, 0, 1);
+	tk_end_rec(&file, 1, 0, 1);
 	analyze_fails(HP_ANALYZE_ALLOW_PARTIAL, "corrupt events record (stream 4294967295)");
 }
 END_TEST
@@ -576,10 +448,10 @@ START_TEST(test_orphan_exit_is_the_last_tick)
 	/* A @10, then an exit of B (never entered) @90 ends the stream. The
 	 * exit is an event of this thread at 90 while A was still open, so
 	 * A, left open, closes at 90: the stream's last tick. */
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	EVENTS(&file, 0, 2, 0x43, 0x10, 0x43, 0x20, 0x00, 0x0a, 0x41, 0x01, 0xa0, 0x01);
-	end_rec(&file, 2, 0, 1);
+	tk_end_rec(&file, 2, 0, 1);
 	analyze_ok(0, NULL, NULL);
 	ck_assert_uint_eq(a.orphan_exits, 1);
 	assert_stat(0, FA, 1, 80, 80, 80, 80);
@@ -616,12 +488,12 @@ static int track_peak(void *arg, const struct hp_analysis *an, uint32_t stream,
 static size_t peak_for(int records)
 {
 	restart();
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	EVENTS(&file, 0, 2, 0x43, 0x10, 0x00, 0x01, 0x81);
 	for (int i = 1; i < records; i++)
 		EVENTS(&file, 0, 2, 0x00, 0x01, 0x81);
-	end_rec(&file, 2 * (uint64_t)records, 0, 1);
+	tk_end_rec(&file, 2 * (uint64_t)records, 0, 1);
 	struct peak p = { heap_in_use(), 0, 0 };
 	size_t before = p.max;
 	analyze_ok(0, track_peak, &p);
@@ -674,16 +546,5 @@ static Suite *analyze_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(analyze_suite());
-	snprintf(top, sizeof(top), "%s/check_analyze.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(top)) {
-		perror(top);
-		return EXIT_FAILURE;
-	}
-	srunner_run_all(sr, CK_NORMAL);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite_in_top_dir(analyze_suite(), top, sizeof(top), "check_analyze");
 }

@@ -19,21 +19,16 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
-#include <ftw.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hp_buffer.h"
@@ -41,6 +36,7 @@
 #include "hp_format.h"
 #include "hp_runtime.h"
 #include "hp_writer.h"
+#include "testkit.h"
 
 #include "../symbolize/hp_analyze.h"
 #include "../symbolize/hp_trace.h"
@@ -173,8 +169,7 @@ static struct hp_raw *scratch; /* a chunk and one guard page */
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s/test.XXXXXX", top);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tk_make_test_dir(dir, sizeof(dir), top);
 	snprintf(path, sizeof(path), "%s/t.hookprof", dir);
 	memset(shared, 0, sizeof(*shared));
 	analyzed = 0;
@@ -187,12 +182,6 @@ static void setup(void)
 	memset(scratch, 0xa5, HP_CHUNK_BYTES + 4096);
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(p);
-}
-
 static void teardown(void)
 {
 	if (analyzed)
@@ -200,69 +189,17 @@ static void teardown(void)
 	hand_free(T);
 	T = NULL;
 	hp_pages_free(scratch, HP_CHUNK_BYTES + 4096);
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tk_remove_tree(dir);
 }
 
 /* ---------------------------------------------------------- the child */
 
-enum { CHILD_OK = 0, CHILD_FAILED = 40 };
-
-static int child_failed(int line, const char *what, int eq, uint64_t got, uint64_t want)
+/* Runs fn in a child with env set before anything else (see
+ * tk_run_child); it must exit with 0. A child that starts the runtime by
+ * mistake writes to path, not in ".". */
+static void run_ok(const char *const *env, tk_child_fn fn, void *arg)
 {
-	if (eq)
-		snprintf(shared->msg, sizeof(shared->msg), "line %d: %s is %llu (%#llx), want %llu (%#llx)",
-			 line, what, (unsigned long long)got, (unsigned long long)got,
-			 (unsigned long long)want, (unsigned long long)want);
-	else
-		snprintf(shared->msg, sizeof(shared->msg), "line %d: %s is false", line, what);
-	return CHILD_FAILED;
-}
-
-#define CHILD_EQ(got, want)                                                            \
-	do {                                                                           \
-		uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want);             \
-		if (got_ != want_)                                                     \
-			return child_failed(__LINE__, #got, 1, got_, want_);           \
-	} while (0)
-#define CHILD_TRUE(cond)                                                               \
-	do {                                                                           \
-		if (!(cond))                                                           \
-			return child_failed(__LINE__, #cond, 0, 0, 0);                 \
-	} while (0)
-
-typedef int (*child_fn)(void *arg);
-
-/* Runs fn in a child with env (name, value pairs, NULL-terminated) set
- * before anything else; returns its exit status, or 128 + the signal. */
-static int run_child(const char *const *env, child_fn fn, void *arg)
-{
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* a fresh program's signal dispositions, not the test runner's */
-		static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
-					    SIGTRAP, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			signal(sigs[i], SIG_DFL);
-		unsetenv("HOOKPROF_MODE");
-		unsetenv("HOOKPROF_BUFFER");
-		unsetenv("HOOKPROF_CLOCK");
-		/* a child that starts the runtime by mistake writes here, not in "." */
-		setenv("HOOKPROF_OUTPUT", path, 1);
-		for (const char *const *e = env; e && e[0]; e += 2)
-			setenv(e[0], e[1], 1);
-		/* exit, not _exit: the runtime's destructor writes the trace */
-		exit(fn(arg));
-	}
-	ck_assert_int_gt(pid, 0);
-	int status;
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static void run_ok(const char *const *env, child_fn fn, void *arg)
-{
-	int rc = run_child(env, fn, arg);
+	int rc = tk_run_child(path, env, fn, arg, NULL);
 	ck_assert_msg(rc == 0, "child exited with %d: %s", rc, shared->msg);
 }
 
@@ -297,28 +234,6 @@ static void analyze_order(struct order *o)
 	ck_assert_msg(hp_analyze(path, 0, o ? check_order : NULL, o, &A, err, sizeof(err)) == 0,
 		      "%s", err);
 	analyzed = 1;
-}
-
-static const struct hp_fstat *stat_of(uint64_t addr)
-{
-	for (uint32_t i = 0; i < A.funcs.n; i++)
-		if (A.funcs.addr[i] == addr)
-			return &A.prof.f[i];
-	return NULL;
-}
-
-static uint64_t calls_of(uint64_t addr)
-{
-	const struct hp_fstat *f = stat_of(addr);
-	return f ? f->calls : 0;
-}
-
-static size_t streams_seen(void)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < A.info.nstreams; i++)
-		n += A.info.streams[i].seen != 0;
-	return n;
 }
 
 /* Sum of the LOST records of one stream (or HP_STREAM_NONE) and reason. */
@@ -547,45 +462,45 @@ static int child_first_event(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_NAME, "first-event");
-	CHILD_TRUE(hp_tls.thread == NULL);
-	CHILD_TRUE(hp_threads == NULL);
+	TK_CHILD_TRUE(hp_tls.thread == NULL);
+	TK_CHILD_TRUE(hp_threads == NULL);
 	record(0);
 	struct hp_thread *t = hp_tls.thread;
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	first_thread_seen = t;
-	CHILD_TRUE(hp_threads == t);
-	CHILD_TRUE(t->next == NULL);
-	CHILD_TRUE(t->tls == &hp_tls);
-	CHILD_EQ(t->stream, 0);
-	CHILD_EQ(t->tid, syscall(SYS_gettid));
-	CHILD_EQ(t->nchunks, 8); /* HOOKPROF_BUFFER=512K */
-	CHILD_EQ(t->head, 0);
-	CHILD_EQ(t->tail, 0);
-	CHILD_EQ(t->exited, 0);
-	CHILD_EQ(hp_tls.busy, 0);
-	CHILD_TRUE(!strcmp(t->name, "first-event"));
+	TK_CHILD_TRUE(hp_threads == t);
+	TK_CHILD_TRUE(t->next == NULL);
+	TK_CHILD_TRUE(t->tls == &hp_tls);
+	TK_CHILD_EQ(t->stream, 0);
+	TK_CHILD_EQ(t->tid, syscall(SYS_gettid));
+	TK_CHILD_EQ(t->nchunks, 8); /* HOOKPROF_BUFFER=512K */
+	TK_CHILD_EQ(t->head, 0);
+	TK_CHILD_EQ(t->tail, 0);
+	TK_CHILD_EQ(t->exited, 0);
+	TK_CHILD_EQ(hp_tls.busy, 0);
+	TK_CHILD_TRUE(!strcmp(t->name, "first-event"));
 	/* the event itself is the first of chunk 0 */
-	CHILD_TRUE(hp_tls.pos == t->base + 1);
-	CHILD_EQ(t->base[0].addr, addr_at(0));
-	CHILD_TRUE(hp_tls.end == (hp_tick_is_tsc ? t->base + CHUNK : NULL));
+	TK_CHILD_TRUE(hp_tls.pos == t->base + 1);
+	TK_CHILD_EQ(t->base[0].addr, addr_at(0));
+	TK_CHILD_TRUE(hp_tls.end == (hp_tick_is_tsc ? t->base + CHUNK : NULL));
 	record(1);
-	CHILD_TRUE(hp_tls.pos == t->base + 2);
-	CHILD_EQ(t->base[1].addr, addr_at(1));
+	TK_CHILD_TRUE(hp_tls.pos == t->base + 2);
+	TK_CHILD_EQ(t->base[1].addr, addr_at(1));
 
 	struct second s = { 0 };
 	pthread_t th;
-	CHILD_EQ(pthread_create(&th, NULL, second_thread, &s), 0);
-	CHILD_EQ(pthread_join(th, NULL), 0);
-	CHILD_EQ(s.stream, 1);
-	CHILD_TRUE(s.tid != t->tid);
-	CHILD_EQ(s.nchunks, 8);
-	CHILD_EQ(s.head, 0);
-	CHILD_TRUE(s.own_tls);
-	CHILD_TRUE(s.base != NULL && s.base != t->base);
-	CHILD_EQ(s.first_addr, addr_at(2));
-	CHILD_TRUE(s.is_list_head);
-	CHILD_TRUE(s.next_is_first);
-	return CHILD_OK;
+	TK_CHILD_EQ(pthread_create(&th, NULL, second_thread, &s), 0);
+	TK_CHILD_EQ(pthread_join(th, NULL), 0);
+	TK_CHILD_EQ(s.stream, 1);
+	TK_CHILD_TRUE(s.tid != t->tid);
+	TK_CHILD_EQ(s.nchunks, 8);
+	TK_CHILD_EQ(s.head, 0);
+	TK_CHILD_TRUE(s.own_tls);
+	TK_CHILD_TRUE(s.base != NULL && s.base != t->base);
+	TK_CHILD_EQ(s.first_addr, addr_at(2));
+	TK_CHILD_TRUE(s.is_list_head);
+	TK_CHILD_TRUE(s.next_is_first);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_first_event_creates_buffer)
@@ -595,9 +510,9 @@ START_TEST(test_first_event_creates_buffer)
 	/* the streams' records interleave in any order: no order check here */
 	analyze_order(NULL);
 	ck_assert_uint_eq(A.events, 4);
-	ck_assert_uint_eq(calls_of(F(0)), 1);
-	ck_assert_uint_eq(calls_of(F(1)), 1);
-	ck_assert_uint_eq(streams_seen(), 2);
+	ck_assert_uint_eq(tk_calls_of(&A, F(0)), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, F(1)), 1);
+	ck_assert_uint_eq(tk_streams_seen(&A), 2);
 	ck_assert_str_eq(A.info.streams[0].name, "first-event");
 	ck_assert_str_eq(A.info.streams[1].name, "second");
 	ck_assert_uint_eq(A.info.streams[0].events, 2);
@@ -614,18 +529,18 @@ static int child_ring_drops(void *arg)
 	(void)arg;
 	record_range(0, RING_EVENTS);
 	struct hp_thread *t = hp_tls.thread;
-	CHILD_TRUE(t != NULL);
-	CHILD_EQ(t->nchunks, 2);
-	CHILD_EQ(t->head, 5);                /* chunks 0..4 published */
-	CHILD_EQ(t->tail, 4);                /* 0..3 dropped, oldest first */
-	CHILD_EQ(t->lost_ring, 4 * CHUNK);   /* and every event of them counted */
-	CHILD_EQ(t->lost_reentry, 0);
-	CHILD_EQ(t->chunk_len[4 % 2], CHUNK);
+	TK_CHILD_TRUE(t != NULL);
+	TK_CHILD_EQ(t->nchunks, 2);
+	TK_CHILD_EQ(t->head, 5);                /* chunks 0..4 published */
+	TK_CHILD_EQ(t->tail, 4);                /* 0..3 dropped, oldest first */
+	TK_CHILD_EQ(t->lost_ring, 4 * CHUNK);   /* and every event of them counted */
+	TK_CHILD_EQ(t->lost_reentry, 0);
+	TK_CHILD_EQ(t->chunk_len[4 % 2], CHUNK);
 	/* the newest published chunk is whole, then the one being filled */
-	CHILD_EQ(first_wrong(slot(t, 4), CHUNK, 4 * CHUNK, 0), NONE);
-	CHILD_EQ(hp_tls.pos - slot(t, 5), 100);
-	CHILD_EQ(first_wrong(slot(t, 5), 100, 5 * CHUNK, 0), NONE);
-	return CHILD_OK;
+	TK_CHILD_EQ(first_wrong(slot(t, 4), CHUNK, 4 * CHUNK, 0), NONE);
+	TK_CHILD_EQ(hp_tls.pos - slot(t, 5), 100);
+	TK_CHILD_EQ(first_wrong(slot(t, 5), 100, 5 * CHUNK, 0), NONE);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_ring_mode_drops_oldest)
@@ -641,8 +556,8 @@ START_TEST(test_ring_mode_drops_oldest)
 	ck_assert_uint_eq(lost_of(0, HP_LOST_RING), 4 * CHUNK);
 	ck_assert_uint_eq(A.info.end_lost, 4 * CHUNK);
 	ck_assert_uint_eq(A.orphan_exits, 0);
-	ck_assert_uint_eq(calls_of(F(2 * CHUNK)), 1);     /* the first pair kept */
-	ck_assert_uint_eq(calls_of(F(2 * CHUNK - 1)), 0); /* the last pair dropped */
+	ck_assert_uint_eq(tk_calls_of(&A, F(2 * CHUNK)), 1);     /* the first pair kept */
+	ck_assert_uint_eq(tk_calls_of(&A, F(2 * CHUNK - 1)), 0); /* the last pair dropped */
 }
 END_TEST
 
@@ -702,26 +617,26 @@ static int child_full_ring(void *arg)
 	struct ring_result *r = &shared->ring;
 	r->wrong_at = r->wrong_seq = NONE;
 	hp_platform_init(fc->monotonic);
-	CHILD_EQ(set_mode(HP_MODE_STREAM, fc->nchunks), 0);
-	CHILD_EQ(hp_writer_init(), 0);
+	TK_CHILD_EQ(set_mode(HP_MODE_STREAM, fc->nchunks), 0);
+	TK_CHILD_EQ(hp_writer_init(), 0);
 	hp_writer_start();
-	CHILD_EQ(hp_writer_threaded(), 1);
+	TK_CHILD_EQ(hp_writer_threaded(), 1);
 	struct hp_thread *t = hand_new(fc->nchunks);
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	hand_own(t);
 	pthread_t th;
-	CHILD_EQ(pthread_create(&th, NULL, consume_when_full, t), 0);
+	TK_CHILD_EQ(pthread_create(&th, NULL, consume_when_full, t), 0);
 	record_range(0, fc->events);
 	hp_buffer_publish_self();
 	__atomic_store_n(&owner_done, 1, __ATOMIC_RELEASE);
-	CHILD_EQ(pthread_join(th, NULL), 0);
+	TK_CHILD_EQ(pthread_join(th, NULL), 0);
 	r->lost_ring = t->lost_ring;
 	r->lost_reentry = t->lost_reentry;
 	r->head = t->head;
 	r->tail = t->tail;
 	r->waiting = t->waiting;
 	hp_tls = (struct hp_tls){ .retired = 1 };
-	return CHILD_OK;
+	return TK_CHILD_OK;
 }
 
 static uint64_t chunks_for(uint64_t events) { return (events + CHUNK - 1) / CHUNK; }
@@ -774,29 +689,29 @@ static int child_busy(void *arg)
 	hp_tls.busy = 1;
 	hook_fx(0);
 	hp_tls.busy = 0;
-	CHILD_TRUE(hp_tls.thread == NULL);
-	CHILD_TRUE(hp_threads == NULL);
-	CHILD_EQ(hp_runtime_lost(HP_LOST_REENTRY), 1);
+	TK_CHILD_TRUE(hp_tls.thread == NULL);
+	TK_CHILD_TRUE(hp_threads == NULL);
+	TK_CHILD_EQ(hp_runtime_lost(HP_LOST_REENTRY), 1);
 	/* a full first chunk: the next event takes the slow path */
 	record_range(0, CHUNK);
 	struct hp_thread *t = hp_tls.thread;
-	CHILD_TRUE(t != NULL);
-	CHILD_TRUE(hp_tls.pos == t->base + CHUNK);
+	TK_CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(hp_tls.pos == t->base + CHUNK);
 	hp_tls.busy = 1;
 	hook_fx(1);
 	hook_fx(0);
 	hp_tls.busy = 0;
 	/* three events, the thread's: nothing stored, nothing published */
-	CHILD_EQ(t->lost_reentry, 3);
-	CHILD_EQ(hp_runtime_lost(HP_LOST_REENTRY), 1);
-	CHILD_TRUE(hp_tls.pos == t->base + CHUNK);
-	CHILD_EQ(t->head, 0);
+	TK_CHILD_EQ(t->lost_reentry, 3);
+	TK_CHILD_EQ(hp_runtime_lost(HP_LOST_REENTRY), 1);
+	TK_CHILD_TRUE(hp_tls.pos == t->base + CHUNK);
+	TK_CHILD_EQ(t->head, 0);
 	/* and recording goes on where it was */
 	record_range(CHUNK, 4);
-	CHILD_EQ(t->head, 1);
-	CHILD_EQ(t->chunk_len[0], CHUNK);
-	CHILD_TRUE(hp_tls.pos == t->base + CHUNK + 4);
-	return CHILD_OK;
+	TK_CHILD_EQ(t->head, 1);
+	TK_CHILD_EQ(t->chunk_len[0], CHUNK);
+	TK_CHILD_TRUE(hp_tls.pos == t->base + CHUNK + 4);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_busy_events_lost_as_reentry)
@@ -806,7 +721,7 @@ START_TEST(test_busy_events_lost_as_reentry)
 	analyze_order(&o);
 	ck_assert_uint_eq(A.events, CHUNK + 4);
 	ck_assert_uint_eq(o.wrong_at, NONE);
-	ck_assert_ptr_null(stat_of(FX));
+	ck_assert_ptr_null(tk_stat_of(&A, FX));
 	ck_assert_uint_eq(lost_of(0, HP_LOST_REENTRY), 3);
 	ck_assert_uint_eq(lost_of(HP_STREAM_NONE, HP_LOST_REENTRY), 1);
 	ck_assert_uint_eq(A.info.end_lost, 4);
@@ -818,25 +733,25 @@ static int child_late(void *arg)
 	(void)arg;
 	record_range(0, 10);
 	struct hp_thread *t = hp_tls.thread;
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	hp_buffer_retire_self();
 	/* the partial chunk is published and the thread marked exited */
-	CHILD_EQ(t->exited, 1);
-	CHILD_TRUE(t->tls == NULL);
-	CHILD_EQ(t->head, 1);
-	CHILD_EQ(t->chunk_len[0], 10);
-	CHILD_TRUE(hp_tls.thread == NULL);
-	CHILD_EQ(hp_tls.retired, 1);
-	CHILD_EQ(hp_tls.busy, 0);
-	CHILD_TRUE(hp_tls.pos == NULL && hp_tls.end == NULL);
+	TK_CHILD_EQ(t->exited, 1);
+	TK_CHILD_TRUE(t->tls == NULL);
+	TK_CHILD_EQ(t->head, 1);
+	TK_CHILD_EQ(t->chunk_len[0], 10);
+	TK_CHILD_TRUE(hp_tls.thread == NULL);
+	TK_CHILD_EQ(hp_tls.retired, 1);
+	TK_CHILD_EQ(hp_tls.busy, 0);
+	TK_CHILD_TRUE(hp_tls.pos == NULL && hp_tls.end == NULL);
 	/* later events are counted late, stored nowhere, and make no buffer */
 	hook_fx(1);
 	record_range(10, 3);
-	CHILD_EQ(hp_runtime_lost(HP_LOST_LATE), 5);
-	CHILD_EQ(t->head, 1);
-	CHILD_TRUE(hp_threads == t && t->next == NULL);
-	CHILD_TRUE(hp_tls.thread == NULL);
-	return CHILD_OK;
+	TK_CHILD_EQ(hp_runtime_lost(HP_LOST_LATE), 5);
+	TK_CHILD_EQ(t->head, 1);
+	TK_CHILD_TRUE(hp_threads == t && t->next == NULL);
+	TK_CHILD_TRUE(hp_tls.thread == NULL);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_events_after_retire_are_late)
@@ -849,11 +764,11 @@ START_TEST(test_events_after_retire_are_late)
 	analyze_order(&o);
 	ck_assert_uint_eq(A.events, 10);
 	ck_assert_uint_eq(o.wrong_at, NONE);
-	ck_assert_ptr_null(stat_of(FX));
+	ck_assert_ptr_null(tk_stat_of(&A, FX));
 	ck_assert_uint_eq(lost_of(HP_STREAM_NONE, HP_LOST_LATE), 5);
 	ck_assert_uint_eq(lost_of(0, HP_LOST_RING) + lost_of(0, HP_LOST_REENTRY), 0);
 	ck_assert_uint_eq(A.info.end_lost, 5);
-	ck_assert_uint_eq(streams_seen(), 1);
+	ck_assert_uint_eq(tk_streams_seen(&A), 1);
 }
 END_TEST
 
@@ -932,15 +847,15 @@ static int child_two_chunks(void *arg)
 	/* 200K is three chunks and an eighth: rounded down to a power of two, 2 */
 	record_range(0, 4 * CHUNK + 1);
 	struct hp_thread *t = hp_tls.thread;
-	CHILD_TRUE(t != NULL);
-	CHILD_EQ(t->nchunks, 2);
-	CHILD_EQ(t->map_bytes % 4096, 0);
-	CHILD_EQ(t->head, 4);
-	CHILD_EQ(t->tail, 3); /* two chunks kept: 3 and the one filling */
-	CHILD_EQ(t->lost_ring, 3 * CHUNK);
-	CHILD_EQ(first_wrong(slot(t, 3), CHUNK, 3 * CHUNK, 0), NONE);
-	CHILD_EQ(first_wrong(slot(t, 4), 1, 4 * CHUNK, 0), NONE);
-	return CHILD_OK;
+	TK_CHILD_TRUE(t != NULL);
+	TK_CHILD_EQ(t->nchunks, 2);
+	TK_CHILD_EQ(t->map_bytes % 4096, 0);
+	TK_CHILD_EQ(t->head, 4);
+	TK_CHILD_EQ(t->tail, 3); /* two chunks kept: 3 and the one filling */
+	TK_CHILD_EQ(t->lost_ring, 3 * CHUNK);
+	TK_CHILD_EQ(first_wrong(slot(t, 3), CHUNK, 3 * CHUNK, 0), NONE);
+	TK_CHILD_EQ(first_wrong(slot(t, 4), 1, 4 * CHUNK, 0), NONE);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_buffer_size_rounds_down)
@@ -958,19 +873,19 @@ static int child_publish_self(void *arg)
 	(void)arg;
 	record_range(0, 2);
 	struct hp_thread *t = hp_tls.thread;
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	hp_buffer_publish_self();
-	CHILD_EQ(t->head, 1);
-	CHILD_EQ(t->chunk_len[0], 2);
-	CHILD_TRUE(hp_tls.pos == slot(t, 1));
+	TK_CHILD_EQ(t->head, 1);
+	TK_CHILD_EQ(t->chunk_len[0], 2);
+	TK_CHILD_TRUE(hp_tls.pos == slot(t, 1));
 	/* nothing new: no empty chunk is published */
 	hp_buffer_publish_self();
-	CHILD_EQ(t->head, 1);
-	CHILD_TRUE(hp_tls.pos == slot(t, 1));
+	TK_CHILD_EQ(t->head, 1);
+	TK_CHILD_TRUE(hp_tls.pos == slot(t, 1));
 	record_range(2, 2);
-	CHILD_TRUE(hp_tls.pos == slot(t, 1) + 2);
-	CHILD_EQ(first_wrong(slot(t, 1), 2, 2, 0), NONE);
-	return CHILD_OK;
+	TK_CHILD_TRUE(hp_tls.pos == slot(t, 1) + 2);
+	TK_CHILD_EQ(first_wrong(slot(t, 1), 2, 2, 0), NONE);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_publish_self_skips_empty_chunk)
@@ -991,22 +906,22 @@ static int child_finished(void *arg)
 	/* a writer thread runs, but after the final flush nobody consumes:
 	 * a stream-mode owner must drop the oldest chunk, not wait forever */
 	hp_platform_init(0);
-	CHILD_EQ(set_mode(HP_MODE_STREAM, 2), 0);
-	CHILD_EQ(hp_writer_init(), 0);
+	TK_CHILD_EQ(set_mode(HP_MODE_STREAM, 2), 0);
+	TK_CHILD_EQ(hp_writer_init(), 0);
 	hp_writer_start();
-	CHILD_EQ(hp_writer_threaded(), 1);
+	TK_CHILD_EQ(hp_writer_threaded(), 1);
 	hp_buffer_set_finished();
 	struct hp_thread *t = hand_new(2);
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	hand_own(t);
 	record_range(0, 3 * CHUNK + 1);
-	CHILD_EQ(t->head, 3);
-	CHILD_EQ(t->tail, 2);
-	CHILD_EQ(t->lost_ring, 2 * CHUNK);
-	CHILD_EQ(t->waiting, 0);
-	CHILD_EQ(first_wrong(slot(t, 2), CHUNK, 2 * CHUNK, 0), NONE);
+	TK_CHILD_EQ(t->head, 3);
+	TK_CHILD_EQ(t->tail, 2);
+	TK_CHILD_EQ(t->lost_ring, 2 * CHUNK);
+	TK_CHILD_EQ(t->waiting, 0);
+	TK_CHILD_EQ(first_wrong(slot(t, 2), CHUNK, 2 * CHUNK, 0), NONE);
 	hp_tls = (struct hp_tls){ .retired = 1 };
-	return CHILD_OK;
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_finished_owner_drops_instead_of_waiting)
@@ -1028,29 +943,29 @@ static int child_sequence_wrap(void *arg)
 	 * on chunk UINT32_MAX's slot).
 	 */
 	hp_platform_init(0);
-	CHILD_EQ(set_mode(HP_MODE_RING, 4), 0);
+	TK_CHILD_EQ(set_mode(HP_MODE_RING, 4), 0);
 	struct hp_thread *t = hand_new(4);
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	t->head = t->tail = UINT32_MAX - 1;
 	hand_own(t);
 	record_range(0, 2 * CHUNK + 1);
-	CHILD_EQ(t->head, 0); /* wrapped */
-	CHILD_EQ(t->tail, UINT32_MAX - 1);
-	CHILD_EQ(t->lost_ring, 0); /* two of three chunks published: no drop */
+	TK_CHILD_EQ(t->head, 0); /* wrapped */
+	TK_CHILD_EQ(t->tail, UINT32_MAX - 1);
+	TK_CHILD_EQ(t->lost_ring, 0); /* two of three chunks published: no drop */
 	hp_tls = (struct hp_tls){ .retired = 1 };
 	struct hp_raw *copy = hp_pages_alloc(HP_CHUNK_BYTES);
-	CHILD_TRUE(copy != NULL);
+	TK_CHILD_TRUE(copy != NULL);
 	const struct hp_raw *ev;
 	uint32_t seq;
-	CHILD_EQ(hp_buffer_take(t, copy, &ev, &seq), CHUNK);
-	CHILD_EQ(seq, UINT32_MAX - 1);
-	CHILD_EQ(first_wrong(ev, CHUNK, 0, 0), NONE);
-	CHILD_EQ(hp_buffer_take(t, copy, &ev, &seq), CHUNK);
-	CHILD_EQ(seq, UINT32_MAX);
+	TK_CHILD_EQ(hp_buffer_take(t, copy, &ev, &seq), CHUNK);
+	TK_CHILD_EQ(seq, UINT32_MAX - 1);
+	TK_CHILD_EQ(first_wrong(ev, CHUNK, 0, 0), NONE);
+	TK_CHILD_EQ(hp_buffer_take(t, copy, &ev, &seq), CHUNK);
+	TK_CHILD_EQ(seq, UINT32_MAX);
 	/* the events of chunk UINT32_MAX, not the one written for chunk 0 */
-	CHILD_EQ(ev[0].addr, addr_at(CHUNK));
-	CHILD_EQ(first_wrong(ev, CHUNK, CHUNK, 0), NONE);
-	return CHILD_OK;
+	TK_CHILD_EQ(ev[0].addr, addr_at(CHUNK));
+	TK_CHILD_EQ(first_wrong(ev, CHUNK, CHUNK, 0), NONE);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_sequence_wrap_keeps_chunks_apart)
@@ -1094,20 +1009,7 @@ static Suite *buffer_suite(void)
 
 int main(void)
 {
-	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (shared == MAP_FAILED) {
-		perror("mmap");
-		return EXIT_FAILURE;
-	}
-	snprintf(top, sizeof(top), "%s/check_buffer.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(top)) {
-		perror(top);
-		return EXIT_FAILURE;
-	}
-	SRunner *sr = srunner_create(buffer_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	shared = tk_map_shared(sizeof(*shared));
+	tk_child_messages_to(shared->msg, sizeof(shared->msg));
+	return tk_run_suite_in_top_dir(buffer_suite(), top, sizeof(top), "check_buffer");
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hp_config.h"
+#include "testkit.h"
 
 /* A fake environment: NULL-terminated name/value pairs. */
 static const char *const *fake_env;
@@ -270,9 +271,5 @@ static Suite *config_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(config_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite(config_suite());
 }

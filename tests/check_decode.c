@@ -16,62 +16,45 @@
 #include <string.h>
 
 #include "hp_format.h"
+#include "testkit.h"
 
 #include "../symbolize/hp_decode.h"
 
 /* ------------------------------------------------------- byte builder */
 
-struct bb {
-	uint8_t *p;
-	size_t n, cap;
-};
-
-static void put(struct bb *b, const void *src, size_t len)
-{
-	if (b->n + len > b->cap) {
-		b->cap = (b->n + len) * 2 + 64;
-		b->p = realloc(b->p, b->cap);
-		ck_assert_ptr_nonnull(b->p);
-	}
-	memcpy(b->p + b->n, src, len);
-	b->n += len;
-}
-
-static void put8(struct bb *b, uint8_t v) { put(b, &v, 1); }
-
 /* LEB128 written out here, not taken from hp_format.h: the test must not
  * share the decoder's reading of the format. Signed deltas are spelt out as
  * bytes where they are used. */
-static void putu(struct bb *b, uint64_t v)
+static void putu(struct tk_bytes *b, uint64_t v)
 {
 	do {
 		uint8_t byte = v & 0x7f;
 		v >>= 7;
-		put8(b, (uint8_t)(byte | (v ? 0x80 : 0)));
+		tk_put8(b, (uint8_t)(byte | (v ? 0x80 : 0)));
 	} while (v);
 }
 
 /* A small value padded to `len` LEB128 bytes (valid up to 10). */
-static void putu_padded(struct bb *b, uint8_t v, int len)
+static void putu_padded(struct tk_bytes *b, uint8_t v, int len)
 {
 	if (len == 1) {
-		put8(b, v);
+		tk_put8(b, v);
 		return;
 	}
-	put8(b, (uint8_t)(v | 0x80));
+	tk_put8(b, (uint8_t)(v | 0x80));
 	for (int i = 1; i < len - 1; i++)
-		put8(b, 0x80);
-	put8(b, 0x00);
+		tk_put8(b, 0x80);
+	tk_put8(b, 0x00);
 }
 
-#define BYTES(b, ...) do { static const uint8_t x_[] = { __VA_ARGS__ }; put(b, x_, sizeof(x_)); } while (0)
+#define BYTES(b, ...) do { static const uint8_t x_[] = { __VA_ARGS__ }; tk_put(b, x_, sizeof(x_)); } while (0)
 
 /* ------------------------------------------------------- fixture */
 
 static struct hp_funcs funcs;
 static struct hp_dec_stream dec;
 static struct hp_evbuf evb;
-static struct bb b;
+static struct tk_bytes b;
 static char err[256];
 
 static void setup(void)
@@ -129,7 +112,7 @@ static long try_bb(void)
 static void define_upto(uint32_t n)
 {
 	for (uint32_t i = funcs.n; i < n; i++) {
-		put8(&b, 0x43);
+		tk_put8(&b, 0x43);
 		putu(&b, ADDR(i));
 	}
 	ck_assert_int_eq(ok_bb(), 0);
@@ -179,7 +162,7 @@ START_TEST(test_short_exit_every_delta)
 	define_upto(1);
 	for (int d = 0; d < 128; d++) {
 		BYTES(&b, 0x00, 0x00);
-		put8(&b, (uint8_t)(0x80 | d));
+		tk_put8(&b, (uint8_t)(0x80 | d));
 	}
 	ck_assert_int_eq(ok_bb(), 256);
 	ck_assert_uint_eq(evb.n, 256);
@@ -199,7 +182,7 @@ START_TEST(test_short_enter_every_index)
 	/* 00iiiiii for i = 0..62, deltas 2^i: varints of 1 to 9 bytes */
 	define_upto(64);
 	for (int i = 0; i < 63; i++)
-		put8(&b, (uint8_t)i), putu(&b, 1ull << i);
+		tk_put8(&b, (uint8_t)i), putu(&b, 1ull << i);
 	ck_assert_int_eq(ok_bb(), 63);
 	for (int i = 0; i < 63; i++)
 		assert_ev((size_t)i, HP_EV_ENTER, (uint32_t)i, (2ull << i) - 1);
@@ -496,9 +479,9 @@ START_TEST(test_every_op_byte)
 		define_upto(64);
 		BYTES(&b, 0x00, 0x00, 0x01, 0x00);
 		ck_assert_int_eq(ok_bb(), 2);
-		put8(&b, (uint8_t)op);
+		tk_put8(&b, (uint8_t)op);
 		for (int i = 0; i < (nops < 0 ? 2 : nops); i++)
-			put8(&b, 0x01);
+			tk_put8(&b, 0x01);
 		if (nops < 0) {
 			ck_assert_msg(try_bb() == -1, "op 0x%02x accepted", op);
 			assert_why("unknown event code");
@@ -514,7 +497,7 @@ START_TEST(test_every_op_byte)
 			define_upto(64);
 			BYTES(&b, 0x00, 0x00, 0x01, 0x00);
 			ok_bb();
-			put(&b, rec, len - 1);
+			tk_put(&b, rec, len - 1);
 			ck_assert_msg(try_bb() == -1, "op 0x%02x accepted with %d operands", op, nops - 1);
 			ck_assert_msg(strstr(err, "truncated") != NULL, "op 0x%02x: %s", op, err);
 		}
@@ -551,13 +534,13 @@ START_TEST(test_truncated_varints)
 	for (size_t e = 0; e < NVE; e++) {
 		for (size_t cut = 1; cut < varint_entries[e].len; cut++) {
 			context();
-			put(&b, varint_entries[e].bytes, cut);
+			tk_put(&b, varint_entries[e].bytes, cut);
 			ck_assert_msg(try_bb() == -1, "entry %zu cut at %zu accepted", e, cut);
 			assert_why(varint_entries[e].why);
 		}
 		/* whole, it is fine */
 		context();
-		put(&b, varint_entries[e].bytes, varint_entries[e].len);
+		tk_put(&b, varint_entries[e].bytes, varint_entries[e].len);
 		ck_assert_msg(try_bb() >= 0, "entry %zu: %s", e, err);
 	}
 }
@@ -576,7 +559,7 @@ START_TEST(test_varint_over_10_bytes)
 		for (int slot = 0; slot < ops[o].nops; slot++) {
 			for (int len = 10; len <= 11; len++) {
 				context();
-				put8(&b, ops[o].op);
+				tk_put8(&b, ops[o].op);
 				for (int i = 0; i < ops[o].nops; i++)
 					putu_padded(&b, 0x01, i == slot ? len : 1);
 				BYTES(&b, 0x44, 0x44);
@@ -620,7 +603,7 @@ START_TEST(test_undefined_index)
 		define_upto(2);
 		BYTES(&b, 0x00, 0x01);
 		ok_bb();
-		put(&b, cases[i].bytes, cases[i].len);
+		tk_put(&b, cases[i].bytes, cases[i].len);
 		long n = try_bb();
 		ck_assert_msg(n == cases[i].want, "case %zu: %ld (%s)", i, n, err);
 		if (cases[i].why)
@@ -674,7 +657,7 @@ START_TEST(test_error_offsets)
 {
 	/* after a 6-byte prefix, the byte named lies in the failing entry */
 	prefix();
-	put8(&b, 0x45);
+	tk_put8(&b, 0x45);
 	ck_assert_int_eq(try_bb(), -1);
 	assert_why("unknown event code");
 	assert_at(6, 7);
@@ -717,9 +700,9 @@ START_TEST(test_error_offset_overlong)
 {
 	/* an 11-byte varint inside the record */
 	prefix();
-	put8(&b, 0x01);
+	tk_put8(&b, 0x01);
 	putu_padded(&b, 0x01, 11);
-	put8(&b, 0x80);
+	tk_put8(&b, 0x80);
 	ck_assert_int_eq(try_bb(), -1);
 	assert_why("truncated enter");
 	assert_at(6, 18);
@@ -753,7 +736,7 @@ START_TEST(test_resets_only)
 {
 	/* a record of nothing but resets: one reset each, no event counted */
 	for (int i = 0; i < 10000; i++)
-		put8(&b, 0x44);
+		tk_put8(&b, 0x44);
 	ck_assert_int_eq(ok_bb(), 0);
 	ck_assert_uint_eq(evb.n, 10000);
 	ck_assert_uint_eq(evb.ev[9999].kind, HP_EV_RESET);
@@ -797,9 +780,5 @@ static Suite *decode_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(decode_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite(decode_suite());
 }

@@ -13,6 +13,7 @@
 
 #include "hp_encode.h"
 #include "hp_format.h"
+#include "testkit.h"
 
 #include "../symbolize/hp_decode.h"
 
@@ -773,9 +774,5 @@ static Suite *encode_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(encode_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite(encode_suite());
 }

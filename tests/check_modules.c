@@ -16,7 +16,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <gelf.h>
 #include <limits.h>
 #include <link.h>
@@ -31,6 +30,7 @@
 #include "hp_format.h"
 #include "hp_modules.h"
 #include "hp_output.h"
+#include "testkit.h"
 
 #include "../symbolize/hp_trace.h"
 
@@ -65,18 +65,11 @@ static struct hp_trace_info snaps[MAX_RECS];
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s/test.XXXXXX", top);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tk_make_test_dir(dir, sizeof(dir), top);
 	snprintf(path, sizeof(path), "%s/m.hookprof", dir);
 	err[0] = 0;
 	nrecs = 0;
 	memset(snaps, 0, sizeof(snaps));
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(p);
 }
 
 static void teardown(void)
@@ -86,7 +79,7 @@ static void teardown(void)
 		hp_trace_info_free(&snaps[i]);
 	}
 	nrecs = 0;
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tk_remove_tree(dir);
 }
 
 static void start_trace(void)
@@ -987,12 +980,8 @@ static int build_libs(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(modules_suite());
-	snprintf(top, sizeof(top), "%s/check_modules.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(top)) {
-		perror(top);
+	if (tk_make_top_dir(top, sizeof(top), "check_modules"))
 		return EXIT_FAILURE;
-	}
 	/* tests compare paths with the loader's: no symlinks in ours */
 	char real[PATH_MAX];
 	if (!realpath(top, real) || strlen(real) >= sizeof(top)) {
@@ -1002,9 +991,7 @@ int main(void)
 	strcpy(top, real);
 	elf_version(EV_CURRENT);
 	libs_built = build_libs() == 0;
-	srunner_run_all(sr, CK_NORMAL);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	int rc = tk_run_suite(modules_suite());
+	tk_remove_tree(top);
+	return rc;
 }

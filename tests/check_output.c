@@ -7,7 +7,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 
 #include "hp_format.h"
 #include "hp_output.h"
+#include "testkit.h"
 
 /* One directory per run, made by main(): removed even when a test fails. */
 static char top[PATH_MAX - 64];
@@ -26,24 +26,15 @@ static char err[512];
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s/test.XXXXXX", top);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tk_make_test_dir(dir, sizeof(dir), top);
 	/* getcwd gives the resolved path; compare with that */
-	char real[PATH_MAX];
-	ck_assert_ptr_nonnull(realpath(dir, real));
-	snprintf(dir, sizeof(dir), "%s", real);
+	tk_resolve_path(dir, sizeof(dir));
 	err[0] = 0;
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(p);
 }
 
 static void teardown(void)
 {
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tk_remove_tree(dir);
 }
 
 static void in_dir(char *out, size_t len, const char *name)
@@ -420,15 +411,5 @@ static Suite *output_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(output_suite());
-	snprintf(top, sizeof(top), "%s/check_output.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(top)) {
-		perror(top);
-		return EXIT_FAILURE;
-	}
-	srunner_run_all(sr, CK_NORMAL);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite_in_top_dir(output_suite(), top, sizeof(top), "check_output");
 }

@@ -29,6 +29,7 @@
 #endif
 
 #include "hp_platform.h"
+#include "testkit.h"
 
 static uint64_t now_ns(clockid_t id)
 {
@@ -834,9 +835,5 @@ static Suite *platform_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(platform_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite(platform_suite());
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testkit.h"
+
 #include "../symbolize/hp_profile.h"
 
 #define EN(f, t) { (uint64_t)(t), (uint32_t)(f), HP_EV_ENTER }
@@ -300,9 +302,5 @@ static Suite *profile_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(profile_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite(profile_suite());
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testkit.h"
+
 #include "../symbolize/hp_report.h"
 
 static struct hp_rows rows;
@@ -335,9 +337,5 @@ static Suite *report_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(report_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite(report_suite());
 }

@@ -14,7 +14,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -29,6 +28,7 @@
 #include <unistd.h>
 
 #include "hp_format.h"
+#include "testkit.h"
 
 #include "../include/hookprof.h"
 #include "../symbolize/hp_analyze.h"
@@ -54,27 +54,18 @@ static int analyzed;
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s/test.XXXXXX", top);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	char real[PATH_MAX];
-	ck_assert_ptr_nonnull(realpath(dir, real));
-	snprintf(dir, sizeof(dir), "%s", real);
+	tk_make_test_dir(dir, sizeof(dir), top);
+	tk_resolve_path(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/t.hookprof", dir);
 	analyzed = 0;
 	err[0] = 0;
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(p);
 }
 
 static void teardown(void)
 {
 	if (analyzed)
 		hp_analysis_free(&A);
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tk_remove_tree(dir);
 }
 
 /* ------------------------------------------------------- the child */
@@ -91,40 +82,14 @@ enum {
 	CHILD_NOT_TRACED = 28,
 };
 
-typedef int (*child_fn)(void *arg);
-
-/* Runs fn in a child with env (name, value pairs, NULL-terminated) set
- * before anything else; returns its exit status, or 128 + the signal. */
-static int run_child(const char *const *env, child_fn fn, void *arg, pid_t *child_pid)
+/* Runs fn in a child whose HOOKPROF_* settings are env's only (see
+ * tk_run_child); returns its exit status, or 128 + the signal. */
+static int run_child(const char *const *env, tk_child_fn fn, void *arg, pid_t *child_pid)
 {
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* a fresh program's signal dispositions, not the test runner's
-		 * (Check's SIGTERM handler would kill the whole process group) */
-		static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
-					    SIGTRAP, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			signal(sigs[i], SIG_DFL);
-		unsetenv("HOOKPROF_OUTPUT");
-		unsetenv("HOOKPROF_MODE");
-		unsetenv("HOOKPROF_BUFFER");
-		unsetenv("HOOKPROF_CLOCK");
-		for (const char *const *e = env; e && e[0]; e += 2)
-			setenv(e[0], e[1], 1);
-		int rc = fn(arg);
-		/* exit, not _exit: the runtime's destructor writes the trace */
-		exit(rc);
-	}
-	ck_assert_int_gt(pid, 0);
-	if (child_pid)
-		*child_pid = pid;
-	int status;
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return tk_run_child(NULL, env, fn, arg, child_pid);
 }
 
-static void run_ok(const char *const *env, child_fn fn, void *arg)
+static void run_ok(const char *const *env, tk_child_fn fn, void *arg)
 {
 	int rc = run_child(env, fn, arg, NULL);
 	ck_assert_msg(rc == 0, "child exited with %d", rc);
@@ -134,36 +99,6 @@ static void analyze(void)
 {
 	ck_assert_msg(hp_analyze(path, 0, NULL, NULL, &A, err, sizeof(err)) == 0, "%s", err);
 	analyzed = 1;
-}
-
-static const struct hp_fstat *stat_of(uint64_t addr)
-{
-	for (uint32_t i = 0; i < A.funcs.n; i++)
-		if (A.funcs.addr[i] == addr)
-			return &A.prof.f[i];
-	return NULL;
-}
-
-static uint64_t calls_of(uint64_t addr)
-{
-	const struct hp_fstat *f = stat_of(addr);
-	return f ? f->calls : 0;
-}
-
-static uint64_t lost_total(void)
-{
-	uint64_t n = A.info.lost_global;
-	for (size_t i = 0; i < A.info.nstreams; i++)
-		n += A.info.streams[i].lost;
-	return n;
-}
-
-static size_t streams_seen(void)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < A.info.nstreams; i++)
-		n += A.info.streams[i].seen != 0;
-	return n;
 }
 
 static uint64_t events_in_file(const char *p);
@@ -204,15 +139,15 @@ START_TEST(test_simple_pattern)
 	ck_assert_uint_eq(A.events, 42);
 	ck_assert_uint_eq(A.info.end_events, 42);
 	ck_assert_uint_eq(A.funcs.n, 3);
-	ck_assert_uint_eq(calls_of(FA), 1);
-	ck_assert_uint_eq(calls_of(FB), 10);
-	ck_assert_uint_eq(calls_of(FC), 10);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FB), 10);
+	ck_assert_uint_eq(tk_calls_of(&A, FC), 10);
 	ck_assert_uint_eq(A.orphan_exits, 0);
-	ck_assert_uint_eq(lost_total(), 0);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
 	ck_assert_uint_eq(A.info.end_lost, 0);
 	ck_assert_uint_eq(A.info.pid, (uint32_t)pid);
 	ck_assert_uint_eq(A.info.flags & 1, 0);
-	ck_assert_uint_eq(streams_seen(), 1);
+	ck_assert_uint_eq(tk_streams_seen(&A), 1);
 	ck_assert_int_eq(A.info.has_end, 1);
 	ck_assert_ptr_nonnull(A.info.exe);
 	ck_assert_ptr_nonnull(strstr(A.info.exe, "check_runtime"));
@@ -220,8 +155,8 @@ START_TEST(test_simple_pattern)
 	ck_assert_ptr_nonnull(strstr(A.info.argv[0], "check_runtime"));
 	ck_assert_uint_ge(A.info.nmodules, 1);
 	/* inclusive times nest */
-	ck_assert_uint_ge(stat_of(FA)->total, stat_of(FB)->total);
-	ck_assert_uint_ge(stat_of(FB)->total, stat_of(FC)->total);
+	ck_assert_uint_ge(tk_stat_of(&A, FA)->total, tk_stat_of(&A, FB)->total);
+	ck_assert_uint_ge(tk_stat_of(&A, FB)->total, tk_stat_of(&A, FC)->total);
 }
 END_TEST
 
@@ -239,12 +174,12 @@ START_TEST(test_stream_lossless_3m)
 	run_ok(env, child_3m, NULL);
 	analyze();
 	ck_assert_uint_eq(A.events, 3000000);
-	ck_assert_uint_eq(lost_total(), 0);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
 	ck_assert_uint_eq(A.info.end_lost, 0);
-	ck_assert_uint_eq(calls_of(FA), 750000);
-	ck_assert_uint_eq(calls_of(FB), 750000);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 750000);
+	ck_assert_uint_eq(tk_calls_of(&A, FB), 750000);
 	ck_assert_uint_eq(A.orphan_exits, 0);
-	ck_assert_uint_eq(streams_seen(), 1);
+	ck_assert_uint_eq(tk_streams_seen(&A), 1);
 	/* compact: a few bytes per event */
 	struct stat st;
 	ck_assert_int_eq(stat(path, &st), 0);
@@ -259,8 +194,8 @@ START_TEST(test_stream_small_buffer_lossless)
 	run_ok(env, child_3m, NULL);
 	analyze();
 	ck_assert_uint_eq(A.events, 3000000);
-	ck_assert_uint_eq(lost_total(), 0);
-	ck_assert_uint_eq(calls_of(FA), 750000);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 750000);
 }
 END_TEST
 
@@ -300,12 +235,12 @@ START_TEST(test_eight_threads)
 	run_ok(env, child_threads, NULL);
 	analyze();
 	ck_assert_uint_eq(A.events, (uint64_t)NTHREADS * THREAD_PAIRS * 2);
-	ck_assert_uint_eq(lost_total(), 0);
-	ck_assert_uint_eq(calls_of(FA), (uint64_t)NTHREADS * THREAD_PAIRS / 2);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), (uint64_t)NTHREADS * THREAD_PAIRS / 2);
 	for (uint64_t i = 0; i < NTHREADS; i++)
-		ck_assert_uint_eq(calls_of(0x10000 + i * 0x10), THREAD_PAIRS / 2);
+		ck_assert_uint_eq(tk_calls_of(&A, 0x10000 + i * 0x10), THREAD_PAIRS / 2);
 	ck_assert_uint_eq(A.funcs.n, NTHREADS + 1);
-	ck_assert_uint_eq(streams_seen(), NTHREADS);
+	ck_assert_uint_eq(tk_streams_seen(&A), NTHREADS);
 	int named[NTHREADS] = { 0 };
 	for (size_t s = 0; s < A.info.nstreams; s++) {
 		const struct hp_stream_info *si = &A.info.streams[s];
@@ -370,7 +305,7 @@ START_TEST(test_ring_mode)
 	ck_assert_uint_gt(A.events, 0);
 	ck_assert_uint_le(A.events, (128u << 10) / 16);
 	/* every event is either in the trace or counted lost */
-	ck_assert_uint_eq(lost_total() + A.events, 1000000);
+	ck_assert_uint_eq(tk_lost_total(&A) + A.events, 1000000);
 	ck_assert_uint_eq(A.info.end_lost, 1000000 - A.events);
 	ck_assert_uint_eq(A.info.end_events, A.events);
 	ck_assert_uint_eq(A.info.lost_global, 0);
@@ -378,7 +313,7 @@ START_TEST(test_ring_mode)
 	ck_assert_uint_eq(le.addr, FA);
 	ck_assert_uint_eq(le.kind, HP_EV_EXIT);
 	ck_assert_uint_ge(le.resets, 1);
-	ck_assert_uint_eq(calls_of(FA) + calls_of(FB), (A.events - A.orphan_exits) / 2);
+	ck_assert_uint_eq(tk_calls_of(&A, FA) + tk_calls_of(&A, FB), (A.events - A.orphan_exits) / 2);
 }
 END_TEST
 
@@ -458,8 +393,8 @@ START_TEST(test_flush_and_path)
 	run_ok(env, child_flush_and_path, path);
 	analyze();
 	ck_assert_uint_eq(A.events, 14);
-	ck_assert_uint_eq(calls_of(FA), 6);
-	ck_assert_uint_eq(calls_of(FB), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 6);
+	ck_assert_uint_eq(tk_calls_of(&A, FB), 1);
 	ck_assert_uint_eq(A.orphan_exits, 0);
 }
 END_TEST
@@ -519,10 +454,10 @@ START_TEST(test_exit_of_other_frames)
 	analyze();
 	ck_assert_uint_eq(A.events, 5);
 	ck_assert_uint_eq(A.orphan_exits, 1);
-	ck_assert_uint_eq(calls_of(FA), 1);
-	ck_assert_uint_eq(calls_of(FB), 1);
-	ck_assert_uint_eq(calls_of(FC), 1);
-	ck_assert_uint_le(stat_of(FC)->total, stat_of(FB)->total);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FB), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FC), 1);
+	ck_assert_uint_le(tk_stat_of(&A, FC)->total, tk_stat_of(&A, FB)->total);
 }
 END_TEST
 
@@ -541,8 +476,8 @@ START_TEST(test_open_frames_at_exit)
 	run_ok(env, child_open_frames, NULL);
 	analyze();
 	ck_assert_uint_eq(A.events, 14);
-	ck_assert_uint_eq(calls_of(FA), 4);
-	ck_assert_uint_eq(calls_of(FC), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 4);
+	ck_assert_uint_eq(tk_calls_of(&A, FC), 1);
 }
 END_TEST
 
@@ -561,7 +496,7 @@ START_TEST(test_time_base_tsc)
 	const char *const env[] = { "HOOKPROF_OUTPUT", path, NULL };
 	run_ok(env, child_sleep, NULL);
 	analyze();
-	double ns = hp_ticks_to_ns(&A.tb, stat_of(FA)->total);
+	double ns = hp_ticks_to_ns(&A.tb, tk_stat_of(&A, FA)->total);
 	ck_assert_double_ge(ns, 30e6);
 	ck_assert_double_lt(ns, 3e9);
 }
@@ -574,8 +509,8 @@ START_TEST(test_time_base_monotonic)
 	analyze();
 	ck_assert_uint_eq(A.info.clock_source, HP_CLOCK_MONOTONIC);
 	ck_assert_double_eq(A.tb.ns_per_tick, 1.0);
-	ck_assert_uint_ge(stat_of(FA)->total, 30000000);
-	ck_assert_uint_lt(stat_of(FA)->total, 3000000000ull);
+	ck_assert_uint_ge(tk_stat_of(&A, FA)->total, 30000000);
+	ck_assert_uint_lt(tk_stat_of(&A, FA)->total, 3000000000ull);
 }
 END_TEST
 
@@ -593,7 +528,7 @@ START_TEST(test_path_before_any_event)
 	run_ok(env, child_never_records, path);
 	analyze();
 	ck_assert_uint_eq(A.events, 0);
-	ck_assert_uint_eq(streams_seen(), 0);
+	ck_assert_uint_eq(tk_streams_seen(&A), 0);
 	ck_assert_int_eq(A.info.has_end, 1);
 }
 END_TEST
@@ -676,8 +611,8 @@ START_TEST(test_fork_child_not_traced)
 	run_ok(env, child_forks, NULL);
 	analyze();
 	ck_assert_uint_eq(A.events, 4);
-	ck_assert_uint_eq(calls_of(FA), 2);
-	ck_assert_ptr_null(stat_of(FC));
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 2);
+	ck_assert_ptr_null(tk_stat_of(&A, FC));
 	/* one file only */
 	DIR *d = opendir(dir);
 	ck_assert_ptr_nonnull(d);
@@ -701,9 +636,9 @@ START_TEST(test_ring_mode_threads)
 				    "HOOKPROF_BUFFER", "256K", NULL };
 	run_ok(env, child_ring_threads, NULL);
 	analyze();
-	ck_assert_uint_eq(streams_seen(), NTHREADS);
+	ck_assert_uint_eq(tk_streams_seen(&A), NTHREADS);
 	ck_assert_uint_le(A.events, (uint64_t)NTHREADS * (256u << 10) / 16);
-	ck_assert_uint_eq(lost_total() + A.events, (uint64_t)NTHREADS * THREAD_PAIRS * 2);
+	ck_assert_uint_eq(tk_lost_total(&A) + A.events, (uint64_t)NTHREADS * THREAD_PAIRS * 2);
 	for (size_t s = 0; s < A.info.nstreams; s++)
 		if (A.info.streams[s].seen)
 			ck_assert_uint_eq(A.info.streams[s].events + A.info.streams[s].lost,
@@ -762,8 +697,8 @@ START_TEST(test_fatal_signal_writes_trace)
 		ck_assert_int_eq(run_child(env, child_signal, &sig, NULL), 128 + sig);
 		analyze();
 		ck_assert_uint_eq(A.events, 401);
-		ck_assert_uint_eq(calls_of(FA), 100);
-		ck_assert_uint_eq(calls_of(FC), 1);
+		ck_assert_uint_eq(tk_calls_of(&A, FA), 100);
+		ck_assert_uint_eq(tk_calls_of(&A, FC), 1);
 		ck_assert_int_eq(A.info.has_end, 1);
 		hp_analysis_free(&A);
 		analyzed = 0;
@@ -779,7 +714,7 @@ START_TEST(test_fatal_signal_ring_mode)
 	ck_assert_int_eq(run_child(env, child_signal, &sig, NULL), 128 + SIGTERM);
 	analyze();
 	ck_assert_uint_eq(A.events, 401);
-	ck_assert_uint_eq(lost_total(), 0);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
 }
 END_TEST
 
@@ -806,7 +741,7 @@ START_TEST(test_exit_without_destructor)
 	analyzed = 1;
 	ck_assert_int_eq(A.partial, 1);
 	ck_assert_uint_eq(A.events, 100);
-	ck_assert_uint_eq(calls_of(FA), 25);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 25);
 }
 END_TEST
 
@@ -844,9 +779,9 @@ START_TEST(test_ring_mode_flush)
 				    "HOOKPROF_BUFFER", "128K", NULL };
 	run_ok(env, child_ring_flush, path);
 	analyze();
-	ck_assert_uint_eq(lost_total() + A.events, 1000100);
+	ck_assert_uint_eq(tk_lost_total(&A) + A.events, 1000100);
 	ck_assert_uint_le(A.events, 100 + (128u << 10) / 16);
-	ck_assert_uint_ge(calls_of(FA), 25);
+	ck_assert_uint_ge(tk_calls_of(&A, FA), 25);
 }
 END_TEST
 
@@ -874,9 +809,9 @@ START_TEST(test_sequential_threads)
 	const char *const env[] = { "HOOKPROF_OUTPUT", path, NULL };
 	run_ok(env, child_sequential_threads, NULL);
 	analyze();
-	ck_assert_uint_eq(streams_seen(), 20);
+	ck_assert_uint_eq(tk_streams_seen(&A), 20);
 	ck_assert_uint_eq(A.events, 4 * 1000 * (20 * 21 / 2));
-	ck_assert_uint_eq(lost_total(), 0);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
 	uint64_t seen_counts = 0;
 	for (size_t s = 0; s < A.info.nstreams; s++) {
 		if (!A.info.streams[s].seen)
@@ -928,15 +863,5 @@ static Suite *runtime_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(runtime_suite());
-	snprintf(top, sizeof(top), "%s/check_runtime.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(top)) {
-		perror(top);
-		return EXIT_FAILURE;
-	}
-	srunner_run_all(sr, CK_NORMAL);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite_in_top_dir(runtime_suite(), top, sizeof(top), "check_runtime");
 }

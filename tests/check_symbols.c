@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "testkit.h"
+
 #include "../symbolize/hp_symbols.h"
 
 static const int target_line = __LINE__ + 1;
@@ -614,9 +616,5 @@ int main(void)
 	 * debug directories of the build-id tests are their own. */
 	unsetenv("DEBUGINFOD_URLS");
 	unsetenv("HOOKPROF_DEBUG_PATH");
-	SRunner *sr = srunner_create(symbols_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite(symbols_suite());
 }

@@ -5,129 +5,26 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hp_format.h"
+#include "testkit.h"
 
 #include "../symbolize/hp_analyze.h"
 #include "../symbolize/hp_trace.h"
 
-/* ------------------------------------------------------- byte builder */
+/* ------------------------------------------------------- trace files */
 
-struct bb {
-	uint8_t *p;
-	size_t n, cap;
-};
-
-static void put(struct bb *b, const void *src, size_t len)
+/* The traced program of every file here: pid 1234, "/usr/bin/prog -x". */
+static void process_rec(struct tk_bytes *b, uint32_t clock)
 {
-	if (b->n + len > b->cap) {
-		b->cap = (b->n + len) * 2 + 64;
-		b->p = realloc(b->p, b->cap);
-		ck_assert_ptr_nonnull(b->p);
-	}
-	memcpy(b->p + b->n, src, len);
-	b->n += len;
-}
-
-static void put8(struct bb *b, uint8_t v) { put(b, &v, 1); }
-static void put16(struct bb *b, uint16_t v) { put8(b, (uint8_t)v), put8(b, (uint8_t)(v >> 8)); }
-static void put32(struct bb *b, uint32_t v)
-{
-	uint8_t x[4];
-	hp_le32(x, v);
-	put(b, x, 4);
-}
-static void put64(struct bb *b, uint64_t v)
-{
-	uint8_t x[8];
-	hp_le64(x, v);
-	put(b, x, 8);
-}
-static void putstr(struct bb *b, const char *s)
-{
-	put32(b, (uint32_t)strlen(s));
-	put(b, s, strlen(s));
-}
-
-static void header_with(struct bb *b, const char *magic, uint16_t major, uint32_t bom,
-			uint32_t hsize)
-{
-	put(b, magic, 8);
-	put16(b, major);
-	put16(b, 0);
-	put32(b, bom);
-	put32(b, hsize);
-	for (int i = 0; i < 12; i++)
-		put8(b, 0);
-}
-
-static void header(struct bb *b)
-{
-	header_with(b, "HOOKPROF", 1, 0x01020304, 32);
-}
-
-/* Starts a record; returns where its size goes. */
-static size_t rec(struct bb *b, uint32_t type)
-{
-	put32(b, type);
-	size_t at = b->n;
-	put32(b, 0);
-	return at;
-}
-
-static void rec_end(struct bb *b, size_t at)
-{
-	hp_le32(b->p + at, (uint32_t)(b->n - at - 4));
-}
-
-static void process_rec(struct bb *b, uint32_t clock)
-{
-	size_t r = rec(b, HP_REC_PROCESS);
-	put32(b, 1234);
-	put32(b, clock);
-	put64(b, 1700000000123456789ull);
-	put32(b, 1);
-	put32(b, 2);
-	putstr(b, "/usr/bin/prog");
-	putstr(b, "prog");
-	putstr(b, "-x");
-	rec_end(b, r);
-}
-
-static void clock_rec(struct bb *b, uint64_t tick, uint64_t ns)
-{
-	size_t r = rec(b, HP_REC_CLOCK);
-	put64(b, tick);
-	put64(b, ns);
-	rec_end(b, r);
-}
-
-static void end_rec(struct bb *b, uint64_t events, uint64_t lost, uint32_t streams)
-{
-	size_t r = rec(b, HP_REC_END);
-	put64(b, events);
-	put64(b, lost);
-	put32(b, streams);
-	put32(b, 0);
-	rec_end(b, r);
-}
-
-static void events_rec(struct bb *b, uint32_t stream, uint32_t count, const uint8_t *data,
-		       size_t len)
-{
-	size_t r = rec(b, HP_REC_EVENTS);
-	put32(b, stream);
-	put32(b, count);
-	put(b, data, len);
-	rec_end(b, r);
+	static const char *const argv[] = { "prog", "-x" };
+	tk_process_rec(b, 1234, clock, 1700000000123456789ull, 1, "/usr/bin/prog", 2, argv);
 }
 
 /* ------------------------------------------------------- fixture */
@@ -138,44 +35,34 @@ static char dir[PATH_MAX];
 static char path[PATH_MAX + 64];
 static char err[1024];
 static struct hp_trace_info info;
-static struct bb file;
+static struct tk_bytes file;
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s/test.XXXXXX", top);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tk_make_test_dir(dir, sizeof(dir), top);
 	snprintf(path, sizeof(path), "%s/t.hookprof", dir);
 	memset(&info, 0, sizeof(info));
 	memset(&file, 0, sizeof(file));
 	err[0] = 0;
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(p);
-}
-
 static void teardown(void)
 {
 	hp_trace_info_free(&info);
 	free(file.p);
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tk_remove_tree(dir);
 }
 
-static void save(const struct bb *b)
+/* b becomes the test's trace file. */
+static void save(const struct tk_bytes *b)
 {
-	FILE *f = fopen(path, "wb");
-	ck_assert_ptr_nonnull(f);
-	if (b->n)
-		ck_assert_uint_eq(fwrite(b->p, 1, b->n, f), b->n);
-	fclose(f);
+	tk_save(path, b);
 }
 
 static void save_bytes(const void *p, size_t n)
 {
-	struct bb b = { 0 };
-	put(&b, p, n);
+	struct tk_bytes b = { 0 };
+	tk_put(&b, p, n);
 	save(&b);
 	free(b.p);
 }
@@ -225,13 +112,13 @@ static void assert_analyze_fails(int flags)
 	hp_analysis_free(&a);
 }
 
-static void minimal(struct bb *b)
+static void minimal(struct tk_bytes *b)
 {
-	header(b);
+	tk_header(b);
 	process_rec(b, HP_CLOCK_TSC);
-	clock_rec(b, 1000, 5000);
-	clock_rec(b, 2500001000ull, 1000005000ull);
-	end_rec(b, 0, 0, 0);
+	tk_clock_rec(b, 1000, 5000);
+	tk_clock_rec(b, 2500001000ull, 1000005000ull);
+	tk_end_rec(b, 0, 0, 0);
 }
 
 /* ---------------------------------------------------------------- core */
@@ -280,12 +167,12 @@ END_TEST
 START_TEST(test_timebase_first_and_last)
 {
 	struct hp_timebase tb;
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_TSC);
-	clock_rec(&file, 1000, 5000);
-	clock_rec(&file, 2000, 999999);
-	clock_rec(&file, 3000, 9999);
-	clock_rec(&file, 5000, 6000);
+	tk_clock_rec(&file, 1000, 5000);
+	tk_clock_rec(&file, 2000, 999999);
+	tk_clock_rec(&file, 3000, 9999);
+	tk_clock_rec(&file, 5000, 6000);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), 0);
 	ck_assert_int_eq(info.nclocks, 4);
@@ -315,8 +202,8 @@ END_TEST
 
 START_TEST(test_wrong_magic)
 {
-	header_with(&file, "HOOKPROX", 1, 0x01020304, 32);
-	end_rec(&file, 0, 0, 0);
+	tk_header_with(&file, "HOOKPROX", 1, 0x01020304, 32);
+	tk_end_rec(&file, 0, 0, 0);
 	save(&file);
 	assert_open_fails("not a hookprof trace (bad magic)");
 	assert_analyze_fails(HP_ANALYZE_ALLOW_PARTIAL);
@@ -325,7 +212,7 @@ END_TEST
 
 START_TEST(test_wrong_byte_order)
 {
-	header_with(&file, "HOOKPROF", 1, 0x04030201, 32);
+	tk_header_with(&file, "HOOKPROF", 1, 0x04030201, 32);
 	save(&file);
 	assert_open_fails("trace written with another byte order");
 	assert_analyze_fails(HP_ANALYZE_ALLOW_PARTIAL);
@@ -334,7 +221,7 @@ END_TEST
 
 START_TEST(test_major_version_2)
 {
-	header_with(&file, "HOOKPROF", 2, 0x01020304, 32);
+	tk_header_with(&file, "HOOKPROF", 2, 0x01020304, 32);
 	process_rec(&file, HP_CLOCK_TSC);
 	save(&file);
 	assert_open_fails("trace format version 2 is not supported (this tool reads 1)");
@@ -356,10 +243,10 @@ END_TEST
 START_TEST(test_record_past_eof)
 {
 	char want[PATH_MAX + 2048];
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_TSC);
 	size_t at = file.n;
-	clock_rec(&file, 1, 2);
+	tk_clock_rec(&file, 1, 2);
 	file.n -= 3; /* cut the CLOCK's payload short */
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), -1);
@@ -375,16 +262,16 @@ START_TEST(test_unknown_record_skipped)
 {
 	uint32_t types[16];
 	int n;
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_TSC);
-	clock_rec(&file, 1000, 5000);
-	size_t r = rec(&file, 99);
-	put(&file, "\1\2\3\4\5\6\7", 7);
-	rec_end(&file, r);
-	r = rec(&file, 0);
-	rec_end(&file, r);
-	clock_rec(&file, 3000, 6000);
-	end_rec(&file, 0, 0, 0);
+	tk_clock_rec(&file, 1000, 5000);
+	size_t r = tk_rec_begin(&file, 99);
+	tk_put(&file, "\1\2\3\4\5\6\7", 7);
+	tk_rec_end(&file, r);
+	r = tk_rec_begin(&file, 0);
+	tk_rec_end(&file, r);
+	tk_clock_rec(&file, 3000, 6000);
+	tk_end_rec(&file, 0, 0, 0);
 	save(&file);
 	ck_assert_int_eq(read_trace(types, &n), 0);
 	ck_assert_int_eq(n, 6);
@@ -403,17 +290,17 @@ END_TEST
 
 START_TEST(test_process_argc_huge)
 {
-	header(&file);
-	size_t r = rec(&file, HP_REC_PROCESS);
-	put32(&file, 1);
-	put32(&file, HP_CLOCK_TSC);
-	put64(&file, 0);
-	put32(&file, 0);
-	put32(&file, 0xffffffffu);
-	putstr(&file, "/bin/x");
-	putstr(&file, "x");
-	rec_end(&file, r);
-	end_rec(&file, 0, 0, 0);
+	tk_header(&file);
+	size_t r = tk_rec_begin(&file, HP_REC_PROCESS);
+	tk_put32(&file, 1);
+	tk_put32(&file, HP_CLOCK_TSC);
+	tk_put64(&file, 0);
+	tk_put32(&file, 0);
+	tk_put32(&file, 0xffffffffu);
+	tk_putstr(&file, "/bin/x");
+	tk_putstr(&file, "x");
+	tk_rec_end(&file, r);
+	tk_end_rec(&file, 0, 0, 0);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), -1);
 	ck_assert_str_eq(err, "corrupt record of type 1");
@@ -424,18 +311,18 @@ END_TEST
 START_TEST(test_process_argc_short)
 {
 	/* 3 arguments announced, 1 present */
-	header(&file);
-	size_t r = rec(&file, HP_REC_PROCESS);
-	put32(&file, 1);
-	put32(&file, HP_CLOCK_TSC);
-	put64(&file, 0);
-	put32(&file, 0);
-	put32(&file, 3);
-	putstr(&file, "/bin/x");
-	putstr(&file, "x");
-	put32(&file, 0x1000); /* the second runs past the record */
-	put(&file, "yy", 2);
-	rec_end(&file, r);
+	tk_header(&file);
+	size_t r = tk_rec_begin(&file, HP_REC_PROCESS);
+	tk_put32(&file, 1);
+	tk_put32(&file, HP_CLOCK_TSC);
+	tk_put64(&file, 0);
+	tk_put32(&file, 0);
+	tk_put32(&file, 3);
+	tk_putstr(&file, "/bin/x");
+	tk_putstr(&file, "x");
+	tk_put32(&file, 0x1000); /* the second runs past the record */
+	tk_put(&file, "yy", 2);
+	tk_rec_end(&file, r);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), -1);
 	ck_assert_str_eq(err, "corrupt record of type 1");
@@ -445,29 +332,16 @@ END_TEST
 
 START_TEST(test_threads_lost_end)
 {
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
-	size_t r = rec(&file, HP_REC_THREAD);
-	put32(&file, 3);
-	put32(&file, 4711);
-	putstr(&file, "worker");
-	rec_end(&file, r);
-	r = rec(&file, HP_REC_THREAD); /* the newest wins */
-	put32(&file, 3);
-	put32(&file, 4711);
-	putstr(&file, "renamed");
-	rec_end(&file, r);
+	tk_thread_rec(&file, 3, 4711, "worker");
+	tk_thread_rec(&file, 3, 4711, "renamed"); /* the newest wins */
 	static const struct { uint32_t stream, reason; uint64_t n; } lost[] = {
 		{ 3, 1, 10 }, { 3, 2, 5 }, { 0xffffffffu, 4, 7 }, { 0xffffffffu, 3, 1 }
 	};
-	for (size_t i = 0; i < 4; i++) {
-		r = rec(&file, HP_REC_LOST);
-		put32(&file, lost[i].stream);
-		put32(&file, lost[i].reason);
-		put64(&file, lost[i].n);
-		rec_end(&file, r);
-	}
-	end_rec(&file, 0, 23, 1);
+	for (size_t i = 0; i < 4; i++)
+		tk_lost_rec(&file, lost[i].stream, lost[i].reason, lost[i].n);
+	tk_end_rec(&file, 0, 23, 1);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), 0);
 	ck_assert_uint_ge(info.nstreams, 4);
@@ -486,38 +360,38 @@ END_TEST
 
 START_TEST(test_modules_union)
 {
-	header(&file);
-	size_t r = rec(&file, HP_REC_MODULES);
-	put32(&file, 2);
-	put64(&file, 0x555500000000ull);
-	putstr(&file, "/usr/bin/prog");
-	put32(&file, 4);
-	put(&file, "\xde\xad\xbe\xef", 4);
-	put32(&file, 2);
-	put64(&file, 0x555500001000ull), put64(&file, 0x2000), put64(&file, 0x1000);
-	put32(&file, 5), put32(&file, 0);
-	put64(&file, 0x555500004000ull), put64(&file, 0x100), put64(&file, 0x3000);
-	put32(&file, 6), put32(&file, 0);
-	put64(&file, 0x7fff00000000ull);
-	putstr(&file, "linux-vdso.so.1");
-	put32(&file, 0);
-	put32(&file, 0);
-	rec_end(&file, r);
+	tk_header(&file);
+	size_t r = tk_rec_begin(&file, HP_REC_MODULES);
+	tk_put32(&file, 2);
+	tk_put64(&file, 0x555500000000ull);
+	tk_putstr(&file, "/usr/bin/prog");
+	tk_put32(&file, 4);
+	tk_put(&file, "\xde\xad\xbe\xef", 4);
+	tk_put32(&file, 2);
+	tk_put64(&file, 0x555500001000ull), tk_put64(&file, 0x2000), tk_put64(&file, 0x1000);
+	tk_put32(&file, 5), tk_put32(&file, 0);
+	tk_put64(&file, 0x555500004000ull), tk_put64(&file, 0x100), tk_put64(&file, 0x3000);
+	tk_put32(&file, 6), tk_put32(&file, 0);
+	tk_put64(&file, 0x7fff00000000ull);
+	tk_putstr(&file, "linux-vdso.so.1");
+	tk_put32(&file, 0);
+	tk_put32(&file, 0);
+	tk_rec_end(&file, r);
 	/* second snapshot: prog again, and a new library */
-	r = rec(&file, HP_REC_MODULES);
-	put32(&file, 2);
-	put64(&file, 0x555500000000ull);
-	putstr(&file, "/usr/bin/prog");
-	put32(&file, 0);
-	put32(&file, 1);
-	put64(&file, 1), put64(&file, 2), put64(&file, 3), put32(&file, 4), put32(&file, 0);
-	put64(&file, 0x7f0000000000ull);
-	putstr(&file, "/lib/libplugin.so");
-	put32(&file, 0);
-	put32(&file, 1);
-	put64(&file, 0x7f0000001000ull), put64(&file, 0x500), put64(&file, 0x1000);
-	put32(&file, 5), put32(&file, 0);
-	rec_end(&file, r);
+	r = tk_rec_begin(&file, HP_REC_MODULES);
+	tk_put32(&file, 2);
+	tk_put64(&file, 0x555500000000ull);
+	tk_putstr(&file, "/usr/bin/prog");
+	tk_put32(&file, 0);
+	tk_put32(&file, 1);
+	tk_put64(&file, 1), tk_put64(&file, 2), tk_put64(&file, 3), tk_put32(&file, 4), tk_put32(&file, 0);
+	tk_put64(&file, 0x7f0000000000ull);
+	tk_putstr(&file, "/lib/libplugin.so");
+	tk_put32(&file, 0);
+	tk_put32(&file, 1);
+	tk_put64(&file, 0x7f0000001000ull), tk_put64(&file, 0x500), tk_put64(&file, 0x1000);
+	tk_put32(&file, 5), tk_put32(&file, 0);
+	tk_rec_end(&file, r);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), 0);
 	ck_assert_uint_eq(info.nmodules, 3);
@@ -541,17 +415,13 @@ END_TEST
 START_TEST(test_analyze_events)
 {
 	static const uint8_t ev[] = { 0x43, 0x80, 0x20, 0x00, 0x05, 0x83 };
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
-	clock_rec(&file, 0, 0);
-	size_t r = rec(&file, HP_REC_THREAD);
-	put32(&file, 0);
-	put32(&file, 99);
-	putstr(&file, "main");
-	rec_end(&file, r);
-	events_rec(&file, 0, 2, ev, sizeof(ev));
-	clock_rec(&file, 100, 100);
-	end_rec(&file, 2, 0, 1);
+	tk_clock_rec(&file, 0, 0);
+	tk_thread_rec(&file, 0, 99, "main");
+	tk_events_rec(&file, 0, 2, ev, sizeof(ev));
+	tk_clock_rec(&file, 100, 100);
+	tk_end_rec(&file, 2, 0, 1);
 	save(&file);
 	struct hp_analysis a;
 	ck_assert_int_eq(hp_analyze(path, 0, NULL, NULL, &a, err, sizeof(err)), 0);
@@ -588,7 +458,7 @@ END_TEST
 
 START_TEST(test_header_size_too_small)
 {
-	header_with(&file, "HOOKPROF", 1, 0x01020304, 16);
+	tk_header_with(&file, "HOOKPROF", 1, 0x01020304, 16);
 	save(&file);
 	assert_open_fails("corrupt file header");
 }
@@ -597,8 +467,8 @@ END_TEST
 START_TEST(test_header_size_larger)
 {
 	/* a longer header: records start where it says */
-	header_with(&file, "HOOKPROF", 1, 0x01020304, 40);
-	put64(&file, 0xffffffffffffffffull);
+	tk_header_with(&file, "HOOKPROF", 1, 0x01020304, 40);
+	tk_put64(&file, 0xffffffffffffffffull);
 	process_rec(&file, HP_CLOCK_TSC);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), 0);
@@ -609,9 +479,9 @@ END_TEST
 START_TEST(test_truncated_record_header)
 {
 	char want[PATH_MAX + 2048];
-	header(&file);
-	put32(&file, HP_REC_CLOCK);
-	put8(&file, 16);
+	tk_header(&file);
+	tk_put32(&file, HP_REC_CLOCK);
+	tk_put8(&file, 16);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), -1);
 	snprintf(want, sizeof(want), "%s: truncated trace (record header at byte 32)", path);
@@ -622,19 +492,19 @@ END_TEST
 
 START_TEST(test_record_too_large)
 {
-	header(&file);
-	put32(&file, HP_REC_EVENTS);
-	put32(&file, HP_RECORD_MAX + 1);
+	tk_header(&file);
+	tk_put32(&file, HP_REC_EVENTS);
+	tk_put32(&file, HP_RECORD_MAX + 1);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), -1);
 	ck_assert_ptr_nonnull(strstr(err, "runs past the end"));
 	/* size 0xffffffff does not overflow the bounds check */
 	free(file.p);
 	memset(&file, 0, sizeof(file));
-	header(&file);
-	put32(&file, 77);
-	put32(&file, 0xffffffffu);
-	put64(&file, 0);
+	tk_header(&file);
+	tk_put32(&file, 77);
+	tk_put32(&file, 0xffffffffu);
+	tk_put64(&file, 0);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), -1);
 	assert_analyze_fails(HP_ANALYZE_ALLOW_PARTIAL);
@@ -644,7 +514,7 @@ END_TEST
 START_TEST(test_header_only)
 {
 	int n = -1;
-	header(&file);
+	tk_header(&file);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, &n), 0);
 	ck_assert_int_eq(n, 0);
@@ -657,10 +527,10 @@ END_TEST
 START_TEST(test_no_end_partial)
 {
 	static const uint8_t ev[] = { 0x43, 0x80, 0x20, 0x00, 0x05 };
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
-	clock_rec(&file, 0, 0);
-	events_rec(&file, 0, 1, ev, sizeof(ev));
+	tk_clock_rec(&file, 0, 0);
+	tk_events_rec(&file, 0, 1, ev, sizeof(ev));
 	save(&file);
 	assert_analyze_fails(0);
 	ck_assert_ptr_nonnull(strstr(err, "incomplete trace"));
@@ -678,10 +548,10 @@ END_TEST
 START_TEST(test_event_count_mismatch)
 {
 	static const uint8_t ev[] = { 0x43, 0x80, 0x20, 0x00, 0x05, 0x83 };
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
-	events_rec(&file, 0, 3, ev, sizeof(ev));
-	end_rec(&file, 3, 0, 1);
+	tk_events_rec(&file, 0, 3, ev, sizeof(ev));
+	tk_end_rec(&file, 3, 0, 1);
 	save(&file);
 	assert_analyze_fails(0);
 	ck_assert_ptr_nonnull(strstr(err, "2 events where 3 were written"));
@@ -691,10 +561,10 @@ END_TEST
 START_TEST(test_end_count_mismatch)
 {
 	static const uint8_t ev[] = { 0x43, 0x80, 0x20, 0x00, 0x05, 0x83 };
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
-	events_rec(&file, 0, 2, ev, sizeof(ev));
-	end_rec(&file, 5, 0, 1);
+	tk_events_rec(&file, 0, 2, ev, sizeof(ev));
+	tk_end_rec(&file, 5, 0, 1);
 	save(&file);
 	assert_analyze_fails(0);
 	ck_assert_ptr_nonnull(strstr(err, "2 events decoded where 5 were written"));
@@ -704,20 +574,20 @@ END_TEST
 START_TEST(test_corrupt_event_data_names_file)
 {
 	static const uint8_t ev[] = { 0x45 };
-	header(&file);
+	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
-	events_rec(&file, 0, 1, ev, sizeof(ev));
-	end_rec(&file, 1, 0, 1);
+	tk_events_rec(&file, 0, 1, ev, sizeof(ev));
+	tk_end_rec(&file, 1, 0, 1);
 	save(&file);
 	assert_analyze_fails(0);
 	ck_assert_ptr_nonnull(strstr(err, "unknown event code"));
 	/* an EVENTS record too short for its head */
 	free(file.p);
 	memset(&file, 0, sizeof(file));
-	header(&file);
-	size_t r = rec(&file, HP_REC_EVENTS);
-	put32(&file, 0);
-	rec_end(&file, r);
+	tk_header(&file);
+	size_t r = tk_rec_begin(&file, HP_REC_EVENTS);
+	tk_put32(&file, 0);
+	tk_rec_end(&file, r);
 	save(&file);
 	assert_analyze_fails(HP_ANALYZE_ALLOW_PARTIAL);
 }
@@ -743,30 +613,30 @@ START_TEST(test_corrupt_modules)
 {
 	struct hp_trace_info ti = { 0 };
 	char e[128];
-	struct bb b = { 0 };
+	struct tk_bytes b = { 0 };
 	/* build-id longer than 64 bytes */
-	put32(&b, 1);
-	put64(&b, 0);
-	putstr(&b, "/x");
-	put32(&b, 65);
+	tk_put32(&b, 1);
+	tk_put64(&b, 0);
+	tk_putstr(&b, "/x");
+	tk_put32(&b, 65);
 	for (int i = 0; i < 65; i++)
-		put8(&b, 1);
-	put32(&b, 0);
+		tk_put8(&b, 1);
+	tk_put32(&b, 0);
 	ck_assert_int_eq(hp_trace_info_add(&ti, HP_REC_MODULES, b.p, (uint32_t)b.n, e, sizeof(e)), -1);
 	/* more segments than bytes */
 	b.n = 0;
-	put32(&b, 1);
-	put64(&b, 0);
-	putstr(&b, "/x");
-	put32(&b, 0);
-	put32(&b, 0x10000000);
-	put64(&b, 0);
+	tk_put32(&b, 1);
+	tk_put64(&b, 0);
+	tk_putstr(&b, "/x");
+	tk_put32(&b, 0);
+	tk_put32(&b, 0x10000000);
+	tk_put64(&b, 0);
 	ck_assert_int_eq(hp_trace_info_add(&ti, HP_REC_MODULES, b.p, (uint32_t)b.n, e, sizeof(e)), -1);
 	/* path length past the record */
 	b.n = 0;
-	put32(&b, 1);
-	put64(&b, 0);
-	put32(&b, 0xfffffff0u);
+	tk_put32(&b, 1);
+	tk_put64(&b, 0);
+	tk_put32(&b, 0xfffffff0u);
 	ck_assert_int_eq(hp_trace_info_add(&ti, HP_REC_MODULES, b.p, (uint32_t)b.n, e, sizeof(e)), -1);
 	ck_assert_uint_eq(ti.nmodules, 0);
 	hp_trace_info_free(&ti);
@@ -778,19 +648,19 @@ START_TEST(test_stream_id_bounds)
 {
 	struct hp_trace_info ti = { 0 };
 	char e[128];
-	struct bb b = { 0 };
-	put32(&b, 0xfffffff0u);
-	put32(&b, 1);
-	putstr(&b, "t");
+	struct tk_bytes b = { 0 };
+	tk_put32(&b, 0xfffffff0u);
+	tk_put32(&b, 1);
+	tk_putstr(&b, "t");
 	ck_assert_int_eq(hp_trace_info_add(&ti, HP_REC_THREAD, b.p, (uint32_t)b.n, e, sizeof(e)), -1);
 	/* a long thread name is cut, not overflowed */
 	b.n = 0;
-	put32(&b, 1);
-	put32(&b, 2);
+	tk_put32(&b, 1);
+	tk_put32(&b, 2);
 	char name[200];
 	memset(name, 'n', sizeof(name) - 1);
 	name[sizeof(name) - 1] = 0;
-	putstr(&b, name);
+	tk_putstr(&b, name);
 	ck_assert_int_eq(hp_trace_info_add(&ti, HP_REC_THREAD, b.p, (uint32_t)b.n, e, sizeof(e)), 0);
 	ck_assert_uint_eq(strlen(ti.streams[1].name), sizeof(ti.streams[1].name) - 1);
 	hp_trace_info_free(&ti);
@@ -826,15 +696,15 @@ START_TEST(test_every_truncation)
 	/* the valid file cut at every length: an error, or at a record
 	 * boundary a clean end, never a crash */
 	size_t boundary[5];
-	header(&file);
+	tk_header(&file);
 	boundary[0] = file.n;
 	process_rec(&file, HP_CLOCK_TSC);
 	boundary[1] = file.n;
-	clock_rec(&file, 1000, 5000);
+	tk_clock_rec(&file, 1000, 5000);
 	boundary[2] = file.n;
-	clock_rec(&file, 2500001000ull, 1000005000ull);
+	tk_clock_rec(&file, 2500001000ull, 1000005000ull);
 	boundary[3] = file.n;
-	end_rec(&file, 0, 0, 0);
+	tk_end_rec(&file, 0, 0, 0);
 	boundary[4] = file.n;
 	for (size_t len = 0; len <= file.n; len++) {
 		int at_boundary = 0;
@@ -908,15 +778,5 @@ static Suite *trace_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(trace_suite());
-	snprintf(top, sizeof(top), "%s/check_trace.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(top)) {
-		perror(top);
-		return EXIT_FAILURE;
-	}
-	srunner_run_all(sr, CK_NORMAL);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tk_run_suite_in_top_dir(trace_suite(), top, sizeof(top), "check_trace");
 }

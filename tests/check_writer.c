@@ -17,20 +17,16 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hp_buffer.h"
@@ -39,6 +35,7 @@
 #include "hp_output.h"
 #include "hp_runtime.h"
 #include "hp_writer.h"
+#include "testkit.h"
 
 #include "../symbolize/hp_analyze.h"
 #include "../symbolize/hp_trace.h"
@@ -80,18 +77,11 @@ static int analyzed;
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s/test.XXXXXX", top);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tk_make_test_dir(dir, sizeof(dir), top);
 	snprintf(path, sizeof(path), "%s/t.hookprof", dir);
 	memset(shared, 0, sizeof(*shared));
 	analyzed = 0;
 	err[0] = 0;
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(p);
 }
 
 static void free_records(void);
@@ -101,35 +91,11 @@ static void teardown(void)
 	free_records();
 	if (analyzed)
 		hp_analysis_free(&A);
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tk_remove_tree(dir);
 }
 
 /* ---------------------------------------------------------- the child */
 
-enum { CHILD_OK = 0, CHILD_FAILED = 40 };
-
-static int child_failed(int line, const char *what, int eq, uint64_t got, uint64_t want)
-{
-	if (eq)
-		snprintf(shared->msg, sizeof(shared->msg), "line %d: %s is %llu (%#llx), want %llu (%#llx)",
-			 line, what, (unsigned long long)got, (unsigned long long)got,
-			 (unsigned long long)want, (unsigned long long)want);
-	else
-		snprintf(shared->msg, sizeof(shared->msg), "line %d: %s is false", line, what);
-	return CHILD_FAILED;
-}
-
-#define CHILD_EQ(got, want)                                                            \
-	do {                                                                           \
-		uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want);             \
-		if (got_ != want_)                                                     \
-			return child_failed(__LINE__, #got, 1, got_, want_);           \
-	} while (0)
-#define CHILD_TRUE(cond)                                                               \
-	do {                                                                           \
-		if (!(cond))                                                           \
-			return child_failed(__LINE__, #cond, 0, 0, 0);                 \
-	} while (0)
 /* A helper that checks things itself: pass its failure on. */
 #define CHILD_DO(call)                                                                 \
 	do {                                                                           \
@@ -138,30 +104,15 @@ static int child_failed(int line, const char *what, int eq, uint64_t got, uint64
 			return rc_;                                                    \
 	} while (0)
 
-typedef int (*child_fn)(void *arg);
-
-/* Runs fn in a child; returns its exit status, or 128 + the signal. */
-static int run_child(child_fn fn, void *arg)
+/* Runs fn in a child, which must exit with 0. It ends with _exit: no
+ * atexit handler or destructor runs in it. */
+static void run_ok(tk_child_fn fn, void *arg)
 {
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
-					    SIGTRAP, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			signal(sigs[i], SIG_DFL);
+	pid_t pid = tk_fork();
+	if (pid == 0)
 		_exit(fn(arg));
-	}
-	ck_assert_int_gt(pid, 0);
 	shared->child = pid;
-	int status;
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static void run_ok(child_fn fn, void *arg)
-{
-	int rc = run_child(fn, arg);
+	int rc = tk_wait(pid);
 	ck_assert_msg(rc == 0, "child exited with %d: %s", rc, shared->msg);
 }
 
@@ -171,13 +122,13 @@ static int writer_open(enum hp_mode mode)
 {
 	hp_platform_init(0);
 	struct hp_config cfg = { .mode = mode, .buffer_bytes = 4 * HP_CHUNK_BYTES };
-	CHILD_EQ(hp_buffer_init(&cfg), 0);
-	CHILD_EQ(hp_writer_init(), 0);
+	TK_CHILD_EQ(hp_buffer_init(&cfg), 0);
+	TK_CHILD_EQ(hp_writer_init(), 0);
 	char e[512] = "";
 	if (hp_output_create(path, "check_writer", getpid(), e, sizeof(e)))
-		return child_failed(__LINE__, e, 0, 0, 0);
+		return tk_child_failed(__LINE__, e, 0, 0, 0);
 	hp_writer_clock_record();
-	return CHILD_OK;
+	return TK_CHILD_OK;
 }
 
 /* A traced thread as thread_create makes it: 4 chunks, in hp_threads. Its
@@ -439,22 +390,6 @@ static void analyze_pattern(struct expect *x)
 		      (unsigned long long)x->wrong_at);
 }
 
-static uint64_t calls_of(uint64_t addr)
-{
-	for (uint32_t i = 0; i < A.funcs.n; i++)
-		if (A.funcs.addr[i] == addr)
-			return A.prof.f[i].calls;
-	return 0;
-}
-
-static uint64_t lost_total(void)
-{
-	uint64_t n = A.info.lost_global;
-	for (size_t i = 0; i < A.info.nstreams; i++)
-		n += A.info.streams[i].lost;
-	return n;
-}
-
 /* ---------------------------------------------------------------- core */
 
 static int child_chunks(void *arg)
@@ -462,18 +397,18 @@ static int child_chunks(void *arg)
 	(void)arg;
 	CHILD_DO(writer_open(HP_MODE_STREAM));
 	struct hp_thread *t = hand_thread(0, FAKE_TID, "alpha");
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	publish(t, 0, CHUNK);
 	publish(t, CHUNK, CHUNK);
 	publish(t, 2 * CHUNK, 100);
 	hp_writer_drain(t);
 	/* all three taken and released, in order, the stream announced */
-	CHILD_EQ(t->tail, 3);
-	CHILD_EQ(t->next_seq, 3);
-	CHILD_EQ(t->announced, 1);
-	CHILD_TRUE(listed(t)); /* live: not retired */
-	CHILD_EQ(hp_writer_finish(0), 0);
-	return CHILD_OK;
+	TK_CHILD_EQ(t->tail, 3);
+	TK_CHILD_EQ(t->next_seq, 3);
+	TK_CHILD_EQ(t->announced, 1);
+	TK_CHILD_TRUE(listed(t)); /* live: not retired */
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_chunks_become_events_records)
@@ -502,7 +437,7 @@ static int child_streams(void *arg)
 	struct hp_thread *t0 = hand_thread(0, FAKE_TID, "zero");
 	struct hp_thread *t1 = hand_thread(1, FAKE_TID + 1, "one");
 	struct hp_thread *t2 = hand_thread(2, FAKE_TID + 2, "two");
-	CHILD_TRUE(t0 && t1 && t2);
+	TK_CHILD_TRUE(t0 && t1 && t2);
 	publish(t1, 0, 50);
 	hp_writer_drain(t1);
 	publish(t0, 0, 20);
@@ -513,11 +448,11 @@ static int child_streams(void *arg)
 	publish(t2, 0, 30);
 	publish(t0, 20, 10);
 	hp_writer_flush_all();
-	CHILD_EQ(t0->tail, 2);
-	CHILD_EQ(t1->tail, 2);
-	CHILD_EQ(t2->tail, 1);
-	CHILD_EQ(hp_writer_finish(0), 0);
-	return CHILD_OK;
+	TK_CHILD_EQ(t0->tail, 2);
+	TK_CHILD_EQ(t1->tail, 2);
+	TK_CHILD_EQ(t2->tail, 1);
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_streams_keep_their_ids)
@@ -550,7 +485,7 @@ static int child_exited(void *arg)
 	(void)arg;
 	CHILD_DO(writer_open(HP_MODE_STREAM));
 	struct hp_thread *t = hand_thread(0, FAKE_TID, "before");
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	for (int i = 0; i < 3; i++) {
 		publish(t, 10 * i, 10);
 		hp_writer_drain(t);
@@ -563,11 +498,11 @@ static int child_exited(void *arg)
 	__atomic_store_n(&t->exited, 1, __ATOMIC_RELEASE);
 	hp_writer_drain(t);
 	/* written out and retired: unlinked (and its buffer unmapped) */
-	CHILD_EQ(t->tail, 4);
-	CHILD_TRUE(!listed(t));
-	CHILD_TRUE(hp_threads == NULL);
-	CHILD_EQ(hp_writer_finish(0), 0);
-	return CHILD_OK;
+	TK_CHILD_EQ(t->tail, 4);
+	TK_CHILD_TRUE(!listed(t));
+	TK_CHILD_TRUE(hp_threads == NULL);
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_thread_records_first_and_last)
@@ -594,7 +529,7 @@ static int child_live(void *arg)
 	/* a real thread id this time: the final name comes from /proc */
 	prctl(PR_SET_NAME, "at-start");
 	struct hp_thread *t = hand_thread(0, (uint32_t)syscall(SYS_gettid), "at-start");
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	struct hp_tls tls = { 0 };
 	t->tls = &tls;
 	publish(t, 0, 100);
@@ -605,9 +540,9 @@ static int child_live(void *arg)
 		s[j] = (struct hp_raw){ pat_addr(100 + j), pat_tick(0, 100 + j) };
 	tls.pos = s + 25;
 	prctl(PR_SET_NAME, "at-finish");
-	CHILD_EQ(hp_writer_finish(0), 0);
-	CHILD_EQ(t->head, 1); /* copied, not published */
-	return CHILD_OK;
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	TK_CHILD_EQ(t->head, 1); /* copied, not published */
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_live_thread_at_finish)
@@ -635,7 +570,7 @@ static int child_lost(void *arg)
 	CHILD_DO(writer_open(HP_MODE_RING));
 	struct hp_thread *t0 = hand_thread(0, FAKE_TID, "t0");
 	struct hp_thread *t1 = hand_thread(1, FAKE_TID + 1, "t1");
-	CHILD_TRUE(t0 && t1);
+	TK_CHILD_TRUE(t0 && t1);
 	publish(t0, 0, 30);
 	t0->lost_ring = 7;
 	t0->lost_reentry = 3;
@@ -645,8 +580,8 @@ static int child_lost(void *arg)
 		hp_runtime_count_lost(HP_LOST_NO_BUFFER);
 	for (int i = 0; i < 5; i++)
 		hp_runtime_count_lost(HP_LOST_LATE);
-	CHILD_EQ(hp_writer_finish(0), 0);
-	return CHILD_OK;
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_lost_records_and_end_totals)
@@ -664,7 +599,7 @@ START_TEST(test_lost_records_and_end_totals)
 	analyze(NULL, NULL);
 	ck_assert_uint_eq(A.events, 30);
 	ck_assert_uint_eq(A.info.end_lost, 4114);
-	ck_assert_uint_eq(lost_total(), 4114);
+	ck_assert_uint_eq(tk_lost_total(&A), 4114);
 	ck_assert_uint_eq(A.info.lost_global, 8);
 }
 END_TEST
@@ -683,19 +618,19 @@ static int child_gap(void *arg)
 	(void)arg;
 	CHILD_DO(writer_open(HP_MODE_RING));
 	struct hp_thread *t = hand_thread(0, FAKE_TID, "gappy");
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	publish_raw(t, gap0, 2);
 	hp_writer_drain(t);
-	CHILD_EQ(t->next_seq, 1);
+	TK_CHILD_EQ(t->next_seq, 1);
 	publish_raw(t, gap1, 2);
 	publish_raw(t, gap2, 4);
 	t->tail = 2; /* chunk 1 dropped */
 	t->lost_ring = 2;
 	hp_writer_drain(t);
-	CHILD_EQ(t->next_seq, 3);
-	CHILD_EQ(t->tail, 3);
-	CHILD_EQ(hp_writer_finish(0), 0);
-	return CHILD_OK;
+	TK_CHILD_EQ(t->next_seq, 3);
+	TK_CHILD_EQ(t->tail, 3);
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
 }
 
 struct seen {
@@ -753,9 +688,9 @@ static int child_no_thread(void *arg)
 {
 	(void)arg;
 	CHILD_DO(writer_open(HP_MODE_STREAM));
-	CHILD_TRUE(hp_threads == NULL);
-	CHILD_EQ(hp_writer_finish(0), 0);
-	return CHILD_OK;
+	TK_CHILD_TRUE(hp_threads == NULL);
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_finish_without_thread)
@@ -783,7 +718,7 @@ static int child_open_across(void *arg)
 	(void)arg;
 	CHILD_DO(writer_open(HP_MODE_STREAM));
 	struct hp_thread *t = hand_thread(0, FAKE_TID, "deep");
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	struct hp_raw ev[DEEP];
 	for (int k = 0; k < DEEP; k++)
 		ev[k] = (struct hp_raw){ F(k), 1000 + 10 * (uint64_t)k };
@@ -793,8 +728,8 @@ static int child_open_across(void *arg)
 		ev[k] = (struct hp_raw){ F(DEEP - 1 - k) | HP_RAW_EXIT, 2000 + (uint64_t)k };
 	publish_raw(t, ev, DEEP);
 	hp_writer_drain(t);
-	CHILD_EQ(hp_writer_finish(0), 0);
-	return CHILD_OK;
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_frame_open_across_records)
@@ -814,7 +749,7 @@ START_TEST(test_frame_open_across_records)
 	analyze(NULL, NULL);
 	ck_assert_uint_eq(A.orphan_exits, 0);
 	for (int k = 0; k < DEEP; k++)
-		ck_assert_uint_eq(calls_of(F(k)), 1);
+		ck_assert_uint_eq(tk_calls_of(&A, F(k)), 1);
 }
 END_TEST
 
@@ -824,7 +759,7 @@ static int child_separate(void *arg)
 	CHILD_DO(writer_open(HP_MODE_STREAM));
 	struct hp_thread *t0 = hand_thread(0, FAKE_TID, "s0");
 	struct hp_thread *t1 = hand_thread(1, FAKE_TID + 1, "s1");
-	CHILD_TRUE(t0 && t1);
+	TK_CHILD_TRUE(t0 && t1);
 	static const struct hp_raw a[] = { { FA, 100 } };
 	static const struct hp_raw b[] = { { FA | HP_RAW_EXIT, 200 }, { FB, 210 }, { FB | HP_RAW_EXIT, 220 } };
 	static const struct hp_raw c[] = { { FA | HP_RAW_EXIT, 150 } };
@@ -834,8 +769,8 @@ static int child_separate(void *arg)
 	hp_writer_drain(t1);
 	publish_raw(t0, c, 1);
 	hp_writer_drain(t0);
-	CHILD_EQ(hp_writer_finish(0), 0);
-	return CHILD_OK;
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_streams_have_separate_state)
@@ -859,8 +794,8 @@ START_TEST(test_streams_have_separate_state)
 	ck_assert_uint_eq(r->p[8], HP_OP_EXIT_SHORT | 50);
 	analyze(NULL, NULL);
 	ck_assert_uint_eq(A.orphan_exits, 1);
-	ck_assert_uint_eq(calls_of(FA), 1);
-	ck_assert_uint_eq(calls_of(FB), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FB), 1);
 }
 END_TEST
 
@@ -871,9 +806,9 @@ static int child_threaded(void *arg)
 	(void)arg;
 	CHILD_DO(writer_open(HP_MODE_STREAM));
 	struct hp_thread *t = hand_thread(0, FAKE_TID, "fed");
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	hp_writer_start();
-	CHILD_EQ(hp_writer_threaded(), 1);
+	TK_CHILD_EQ(hp_writer_threaded(), 1);
 	/* the owner's side: a chunk whenever the ring has room, then a nudge */
 	for (uint64_t c = 0; c < THREADED_CHUNKS; c++) {
 		while (t->head - __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE) == t->nchunks) {
@@ -883,11 +818,11 @@ static int child_threaded(void *arg)
 		publish(t, c * CHUNK, CHUNK);
 		hp_writer_notify();
 	}
-	CHILD_EQ(hp_writer_stop(0), 0);
-	CHILD_EQ(hp_writer_threaded(), 0);
-	CHILD_EQ(hp_writer_finish(0), 0);
-	CHILD_EQ(t->tail, THREADED_CHUNKS);
-	return CHILD_OK;
+	TK_CHILD_EQ(hp_writer_stop(0), 0);
+	TK_CHILD_EQ(hp_writer_threaded(), 0);
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	TK_CHILD_EQ(t->tail, THREADED_CHUNKS);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_writer_thread_consumes)
@@ -914,15 +849,15 @@ static int child_write_fails(void *arg)
 	(void)arg;
 	CHILD_DO(writer_open(HP_MODE_STREAM));
 	struct hp_thread *t = hand_thread(0, FAKE_TID, "lost");
-	CHILD_TRUE(t != NULL);
+	TK_CHILD_TRUE(t != NULL);
 	publish(t, 0, 10);
 	/* the trace is reopened for each batch: gone, it cannot be */
-	CHILD_EQ(unlink(path), 0);
+	TK_CHILD_EQ(unlink(path), 0);
 	int fd = open("/dev/null", O_WRONLY);
-	CHILD_TRUE(fd >= 0);
+	TK_CHILD_TRUE(fd >= 0);
 	dup2(fd, 2); /* the one warning */
-	CHILD_EQ(hp_writer_finish(0), -1);
-	return CHILD_OK;
+	TK_CHILD_EQ(hp_writer_finish(0), -1);
+	return TK_CHILD_OK;
 }
 
 START_TEST(test_finish_reports_write_failure)
@@ -960,20 +895,7 @@ static Suite *writer_suite(void)
 
 int main(void)
 {
-	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (shared == MAP_FAILED) {
-		perror("mmap");
-		return EXIT_FAILURE;
-	}
-	snprintf(top, sizeof(top), "%s/check_writer.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(top)) {
-		perror(top);
-		return EXIT_FAILURE;
-	}
-	SRunner *sr = srunner_create(writer_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	shared = tk_map_shared(sizeof(*shared));
+	tk_child_messages_to(shared->msg, sizeof(shared->msg));
+	return tk_run_suite_in_top_dir(writer_suite(), top, sizeof(top), "check_writer");
 }
