@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "hp_format.h"
 #include "hp_runtime.h"
@@ -244,33 +245,64 @@ void hp_buffer_publish_self(void)
 	hp_tls.busy = 0;
 }
 
-void hp_buffer_retire_self(void)
+/* In a fatal signal's flush the lock may be held by the very thread the
+ * signal interrupted: wait a little, then go on without it (the writer is
+ * stopped by then, and the other threads only add themselves). */
+static int lock_threads(int in_signal)
+{
+	if (!in_signal)
+		return pthread_mutex_lock(&hp_threads_lock);
+	for (int i = 0; i < 100; i++) {
+		if (!pthread_mutex_trylock(&hp_threads_lock))
+			return 0;
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	return -1;
+}
+
+/* pos lies in chunk head: a thread that waits for a free chunk has pos at
+ * the end of the chunk it just published, which at the ring's end is not
+ * where chunk head starts. */
+static int has_partial_chunk(const struct hp_thread *t)
+{
+	const struct hp_raw *start = chunk_base(t, t->head);
+	return hp_tls.pos > start && hp_tls.pos <= start + HP_CHUNK_EVENTS;
+}
+
+void hp_buffer_retire_self(int in_signal)
 {
 	struct hp_thread *t = hp_tls.thread;
 	if (!t)
 		return;
+	/* Interrupted in our own slow path: its chunk may be half handed over. */
+	int interrupted = hp_tls.busy;
 	hp_tls.busy = 1;
-	pthread_mutex_lock(&hp_threads_lock);
-	if (hp_tls.pos != chunk_base(t, t->head))
+	int locked = lock_threads(in_signal) == 0;
+	if (!interrupted && has_partial_chunk(t))
 		publish(t);
 	prctl(PR_GET_NAME, t->name);
-	/* Release: the last head is visible before the consumer sees exited. */
-	__atomic_store_n(&t->exited, 1, __ATOMIC_RELEASE);
-	t->tls = NULL;
-	pthread_mutex_unlock(&hp_threads_lock);
 	drop_signal_stack(t);
+	t->tls = NULL;
+	/* Release: the last head and everything above are visible before the
+	 * consumer sees exited; from then on it may free t, so t is not
+	 * touched again. */
+	__atomic_store_n(&t->exited, 1, __ATOMIC_RELEASE);
+	if (locked)
+		pthread_mutex_unlock(&hp_threads_lock);
 	hp_tls = (struct hp_tls){ .retired = 1 };
 }
 
 static void thread_exit(void *arg)
 {
-	struct hp_thread *t = arg;
+	(void)arg;
 	int saved_errno = errno;
-	hp_buffer_retire_self();
-	if (hp_writer_threaded())
+	if (hp_writer_threaded()) {
+		hp_buffer_retire_self(0);
 		hp_writer_notify();
-	else
-		hp_writer_drain(t);
+	} else {
+		hp_writer_retire_and_drain();
+	}
 	errno = saved_errno;
 }
 
@@ -315,10 +347,12 @@ void hp_buffer_release(struct hp_thread *t, uint32_t seq)
 		hp_futex_wake(&t->tail);
 }
 
-size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, uint32_t *seq)
+size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, uint32_t *seq,
+				  int in_signal)
 {
 	size_t n = 0;
-	pthread_mutex_lock(&hp_threads_lock);
+	if (lock_threads(in_signal))
+		return 0;
 	if (!t->exited && t->tls) {
 		uint32_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 		struct hp_raw *start = chunk_base(t, head);

@@ -86,8 +86,9 @@ extern pthread_mutex_t hp_threads_lock HP_HIDDEN;
 
 int hp_buffer_init(const struct hp_config *cfg) HP_HIDDEN;
 
-/* Publishes the calling thread's partial chunk; it will record no more. */
-void hp_buffer_retire_self(void) HP_HIDDEN;
+/* Publishes the calling thread's partial chunk; it will record no more.
+ * in_signal: from a fatal signal's flush (waits for locks a bounded time). */
+void hp_buffer_retire_self(int in_signal) HP_HIDDEN;
 /* Publishes the calling thread's partial chunk now, to make it visible. */
 void hp_buffer_publish_self(void) HP_HIDDEN;
 
@@ -102,7 +103,7 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
 void hp_buffer_release(struct hp_thread *t, uint32_t seq) HP_HIDDEN;
 /* Copies the events of a live thread's unpublished chunk (final flush only). */
 size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch,
-				  uint32_t *seq) HP_HIDDEN;
+				  uint32_t *seq, int in_signal) HP_HIDDEN;
 void hp_buffer_free_thread(struct hp_thread *t) HP_HIDDEN;
 
 /* After the final flush nobody consumes: owners stop waiting. */

@@ -107,7 +107,7 @@ static void finish(int in_signal)
 	/* The writer stops first: it frees the memory of exited threads, and
 	 * this thread may be running on a signal stack inside its own. */
 	if (hp_writer_stop(in_signal) == 0) {
-		hp_buffer_retire_self();
+		hp_buffer_retire_self(in_signal);
 		hp_writer_finish(in_signal);
 	}
 	hp_buffer_set_finished();

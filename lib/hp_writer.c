@@ -179,6 +179,17 @@ static struct hp_thread *first_thread(void)
 	return __atomic_load_n(&hp_threads, __ATOMIC_ACQUIRE);
 }
 
+void hp_writer_retire_and_drain(void)
+{
+	struct hp_thread *t = hp_tls.thread;
+	int worked = 0;
+	pthread_mutex_lock(&writer_lock);
+	hp_buffer_retire_self(0);
+	if (t && !hp_buffer_finished())
+		drain_locked(t, &worked);
+	pthread_mutex_unlock(&writer_lock);
+}
+
 void hp_writer_drain(struct hp_thread *t)
 {
 	int worked = 0;
@@ -352,10 +363,17 @@ static void live_thread_name(const struct hp_thread *t, char *name, size_t len)
 }
 
 /* A thread still running at the end: its unpublished events, name and losses. */
-static void finish_live_thread(struct hp_thread *t)
+static void finish_live_thread(struct hp_thread *t, int in_signal)
 {
 	uint32_t seq;
-	size_t n = hp_buffer_snapshot_partial(t, scratch, &seq);
+	size_t n;
+	/* The thread runs on: a chunk it publishes between the drain and the
+	 * snapshot makes the snapshot give up; drain that one too, and retry. */
+	for (int tries = 0;; tries++) {
+		n = hp_buffer_snapshot_partial(t, scratch, &seq, in_signal);
+		if (n || tries == 8 || !drain_published(t))
+			break;
+	}
 	if (n)
 		encode_chunk(t, scratch, n, seq);
 	char name[64];
@@ -401,7 +419,7 @@ int hp_writer_finish(int in_signal)
 		if (all_written(t))
 			thread_end_records(t, t->name);
 		else
-			finish_live_thread(t);
+			finish_live_thread(t, in_signal);
 	}
 	if (!in_signal)
 		hp_modules_write(0); /* dl_iterate_phdr takes the loader lock */

@@ -19,6 +19,10 @@ void hp_writer_start(void) HP_HIDDEN;
 int hp_writer_threaded(void) HP_HIDDEN;
 /* An owner published a chunk: wake the writer thread if it sleeps. */
 void hp_writer_notify(void) HP_HIDDEN;
+/* Without a writer thread, at thread exit: retires the calling thread and
+ * writes its chunks, under the lock that keeps a concurrent flush from
+ * freeing it in between. */
+void hp_writer_retire_and_drain(void) HP_HIDDEN;
 /* Encodes t's published chunks on the calling thread. */
 void hp_writer_drain(struct hp_thread *t) HP_HIDDEN;
 /* Encodes every thread's published chunks and writes them out now. */

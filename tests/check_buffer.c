@@ -414,7 +414,7 @@ START_TEST(test_snapshot_partial_copies_unpublished)
 		s[j] = (struct hp_raw){ addr_at(8 + j), tick_at(8 + j) };
 	tls.pos = s + 37;
 	uint32_t seq = 0;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 37);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 37);
 	ck_assert_uint_eq(seq, 2);
 	ck_assert_uint_eq(first_wrong(scratch, 37, 8, 1), NONE);
 	/* a copy: nothing is published or consumed */
@@ -734,7 +734,7 @@ static int child_late(void *arg)
 	record_range(0, 10);
 	struct hp_thread *t = hp_tls.thread;
 	TK_CHILD_TRUE(t != NULL);
-	hp_buffer_retire_self();
+	hp_buffer_retire_self(0);
 	/* the partial chunk is published and the thread marked exited */
 	TK_CHILD_EQ(t->exited, 1);
 	TK_CHILD_TRUE(t->tls == NULL);
@@ -782,26 +782,26 @@ START_TEST(test_snapshot_partial_nothing_to_copy)
 	/* the owner has not stored anything in its new chunk yet */
 	T->tls = &tls;
 	tls.pos = slot(T, 1);
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
 	/* the owner between publishing and taking its next chunk: pos is still
 	 * at the end of the chunk it published, which is not the partial one */
 	tls.pos = slot(T, 0) + 3;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
 	tls.pos = slot(T, 3) + CHUNK; /* end of the buffer, wrapping to slot 0 */
 	T->head = T->tail = 4;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
 	/* an exited owner published everything; a retired one has no tls */
 	T->head = T->tail = 1;
 	tls.pos = slot(T, 1) + 5;
 	T->exited = 1;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
 	T->exited = 0;
 	T->tls = NULL;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
 	ck_assert_uint_eq(seq, 55);
 	/* and the control: with tls back, the 5 events are there */
 	T->tls = &tls;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), 5);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 5);
 	ck_assert_uint_eq(seq, 1);
 }
 END_TEST
@@ -817,7 +817,7 @@ START_TEST(test_snapshot_partial_full_chunk)
 		s[j] = (struct hp_raw){ addr_at(j), tick_at(j) };
 	tls.pos = s + CHUNK;
 	uint32_t seq;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq), CHUNK);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), CHUNK);
 	ck_assert_uint_eq(seq, 3);
 	ck_assert_uint_eq(first_wrong(scratch, CHUNK, 0, 1), NONE);
 	ck_assert_uint_eq(scratch[CHUNK].addr, 0xa5a5a5a5a5a5a5a5ull);
