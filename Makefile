@@ -37,8 +37,10 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CFLAGS_EXTRA) -c $< -o $@
 
+# -z nodelete: dlclose of an object that pulled us in must not unmap the
+# signal handlers and the thread-exit destructor we installed.
 $(BUILD)/libhookprof.so: $(LIB_OBJ)
-	$(CC) $(CFLAGS) -shared -pthread -Wl,-soname,libhookprof.so -Wl,-z,defs -o $@ $^
+	$(CC) $(CFLAGS) -shared -pthread -Wl,-soname,libhookprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^
 
 $(BUILD)/libhookprof.a: $(LIB_OBJ)
 	rm -f $@

@@ -111,7 +111,9 @@ static struct hp_thread *thread_create(void)
 	prctl(PR_GET_NAME, t->name);
 	pthread_mutex_lock(&hp_threads_lock);
 	t->next = hp_threads;
-	hp_threads = t;
+	/* Release: the writer walks the list without the lock; t's fields are
+	 * visible before t is. */
+	__atomic_store_n(&hp_threads, t, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&hp_threads_lock);
 	/* The main thread never runs key destructors; the final flush covers it. */
 	pthread_setspecific(exit_key, t);
@@ -363,8 +365,10 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 			memcpy(scratch, start, n * sizeof(*start));
 			*seq = head;
 		}
-		/* Published meanwhile: the consumer takes it whole instead. */
-		if (__atomic_load_n(&t->head, __ATOMIC_ACQUIRE) != head)
+		/* Published meanwhile: the consumer takes it whole instead. The
+		 * fence keeps the copy's reads before this second look at head. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&t->head, __ATOMIC_RELAXED) != head)
 			n = 0;
 	}
 	pthread_mutex_unlock(&hp_threads_lock);

@@ -202,8 +202,7 @@ HP_EXPORT int hookprof_flush(void)
 	if (!hp_runtime_ready())
 		return -1;
 	hp_buffer_publish_self();
-	hp_writer_flush_all();
-	return 0;
+	return hp_writer_flush_all();
 }
 
 HP_EXPORT const char *hookprof_trace_path(void)

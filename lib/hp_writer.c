@@ -213,14 +213,20 @@ static int drain_all_locked(void)
 /* What the program asked for must be readable on its own if the process
  * then dies without a word (kill -9): the events, a calibration point and
  * the objects loaded since the last map. */
-void hp_writer_flush_all(void)
+int hp_writer_flush_all(void)
 {
 	pthread_mutex_lock(&writer_lock);
-	drain_all_locked();
-	hp_modules_write(0);
-	hp_writer_clock_record();
-	hp_output_flush();
+	/* Checked under the lock: the final flush may have written END since
+	 * the caller looked at the state. */
+	int rc = -1;
+	if (!hp_buffer_finished()) {
+		drain_all_locked();
+		hp_modules_write(0);
+		hp_writer_clock_record();
+		rc = hp_output_flush();
+	}
 	pthread_mutex_unlock(&writer_lock);
+	return rc;
 }
 
 void hp_writer_notify(void)
@@ -268,16 +274,14 @@ static void housekeeping(uint64_t *next)
 void hp_writer_modules_changed(void)
 {
 	pthread_mutex_lock(&writer_lock);
-	hp_modules_write(0);
+	if (!hp_buffer_finished()) /* nothing after END */
+		hp_modules_write(0);
 	pthread_mutex_unlock(&writer_lock);
 }
 
 static void *writer_main(void *arg)
 {
 	(void)arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, "hookprof-writer");
 	hp_tls.retired = 1; /* instrumented code called from here is not traced */
 	uint64_t next_housekeeping = hp_clock_ns() + FIRST_HOUSEKEEPING_NS;
@@ -307,13 +311,19 @@ void hp_writer_start(void)
 {
 	pthread_t th;
 	pthread_attr_t attr;
+	sigset_t all, old;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* Born with every signal blocked: the program's signals and handlers
+	 * must never run on our thread, not even before it starts. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	__atomic_store_n(&threaded, 1, __ATOMIC_RELEASE);
 	if (pthread_create(&th, &attr, writer_main, NULL)) {
 		__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
 		hp_warn("cannot start the writer thread; buffers are written by the traced threads");
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 }
 

@@ -26,7 +26,7 @@ void hp_writer_retire_and_drain(void) HP_HIDDEN;
 /* Encodes t's published chunks on the calling thread. */
 void hp_writer_drain(struct hp_thread *t) HP_HIDDEN;
 /* Encodes every thread's published chunks and writes them out now. */
-void hp_writer_flush_all(void) HP_HIDDEN;
+int hp_writer_flush_all(void) HP_HIDDEN; /* 0, or -1 if not written */
 /* Stops the writer thread; -1 if it did not stop in time (in_signal only). */
 int hp_writer_stop(int in_signal) HP_HIDDEN;
 /* After hp_writer_stop: writes everything, then the END record. In a signal
