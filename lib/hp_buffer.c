@@ -217,7 +217,9 @@ void hp_buffer_record_slow(uint64_t addr)
 	int saved_errno = errno;
 	hp_tls.busy = 1;
 	struct hp_thread *t = hp_tls.thread;
-	if (t) {
+	if (t && hp_runtime_in_child()) {
+		t = NULL; /* hp_tls is retired now */
+	} else if (t) {
 		next_chunk(t);
 	} else if (hp_runtime_ready()) {
 		t = thread_create();

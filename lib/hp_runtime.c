@@ -31,13 +31,19 @@ enum { STATE_NEW, STATE_TRACING, STATE_OFF, STATE_FINISHING, STATE_FINISHED };
 #define CMDLINE_MAX (64u << 10)
 
 static int state = STATE_NEW;
+static pid_t traced_pid;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static uint64_t lost[HP_LOST_LATE + 1];
 static struct hp_config config;
 
 /* Program-terminating signals whose default action would lose the trace. */
-static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
-				     SIGTRAP, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+static const int fatal_signals[] = { SIGSEGV, SIGBUS,  SIGILL,  SIGFPE,    SIGABRT, SIGTRAP,
+				     SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,   SIGPIPE, SIGALRM,
+				     SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ,   SIGSYS,  SIGVTALRM,
+				     SIGPROF, SIGIO,   SIGPWR,  SIGSTKFLT };
+
+#define FINISH_WAIT_MS 10000
+#define FINISH_WAIT_SIGNAL_MS 2000
 
 void hp_runtime_count_lost(int reason)
 {
@@ -98,12 +104,29 @@ static void process_record(void)
 	hp_output_end(p);
 }
 
+/* Another thread is writing the end (two threads in exit(), or a crash
+ * during exit): returning now would let the process end under it. */
+static void wait_until_finished(int in_signal)
+{
+	int limit = in_signal ? FINISH_WAIT_SIGNAL_MS : FINISH_WAIT_MS;
+	for (int waited = 0; waited < limit; waited += 100) {
+		if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_FINISHING)
+			return;
+		hp_futex_wait((uint32_t *)&state, STATE_FINISHING, 100);
+	}
+}
+
 static void finish(int in_signal)
 {
+	if (hp_runtime_in_child())
+		return;
 	int expected = STATE_TRACING;
 	if (!__atomic_compare_exchange_n(&state, &expected, STATE_FINISHING, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
+					 __ATOMIC_ACQUIRE)) {
+		if (expected == STATE_FINISHING)
+			wait_until_finished(in_signal);
 		return;
+	}
 	/* The writer stops first: it frees the memory of exited threads, and
 	 * this thread may be running on a signal stack inside its own. */
 	if (hp_writer_stop(in_signal) == 0) {
@@ -112,6 +135,7 @@ static void finish(int in_signal)
 	}
 	hp_buffer_set_finished();
 	__atomic_store_n(&state, STATE_FINISHED, __ATOMIC_RELEASE);
+	hp_futex_wake((uint32_t *)&state);
 }
 
 static void on_fatal_signal(int sig)
@@ -146,7 +170,20 @@ static void after_fork_in_child(void)
 {
 	__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
 	hp_writer_forget();
+	hp_buffer_set_finished(); /* a full buffer drops instead of waiting */
 	hp_tls = (struct hp_tls){ .retired = 1 };
+}
+
+/* A child made without fork()'s handlers (_Fork, syscall(SYS_fork), clone)
+ * still believes it traces, with no writer thread: it must neither wait
+ * for one nor write its parent's trace. */
+int hp_runtime_in_child(void)
+{
+	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+	if (s != STATE_TRACING || likely(getpid() == traced_pid))
+		return 0;
+	after_fork_in_child();
+	return 1;
 }
 
 static void runtime_init(void)
@@ -166,6 +203,7 @@ static void runtime_init(void)
 	}
 	if (hp_output_renamed() && config.output)
 		hp_warn("'%s' exists; the trace goes to '%s'", config.output, hp_output_path());
+	traced_pid = getpid();
 	process_record();
 	hp_writer_clock_record();
 	hp_modules_write(1);
