@@ -197,11 +197,15 @@ static void next_chunk(struct hp_thread *t)
 static int store_if_room(uint64_t addr, uint64_t tick)
 {
 	struct hp_thread *t = hp_tls.thread;
-	if (!t || hp_tls.pos >= chunk_end(t))
+	struct hp_raw *e = hp_tls.pos;
+	if (!t || e >= chunk_end(t))
 		return 0;
-	hp_tls.pos->addr = addr;
-	hp_tls.pos->tick = tick;
-	__atomic_store_n(&hp_tls.pos, hp_tls.pos + 1, __ATOMIC_RELEASE);
+	/* Taken, then filled: as in hp_buffer_record, and in the same order. */
+	hp_tls.pos = e + 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	e->addr = addr;
+	/* Release: the address before the tick (hp_buffer_snapshot_partial). */
+	__atomic_store_n(&e->tick, tick, __ATOMIC_RELEASE);
 	return 1;
 }
 
@@ -351,6 +355,20 @@ void hp_buffer_release(struct hp_thread *t, uint32_t seq)
 		hp_futex_wake(&t->tail);
 }
 
+/*
+ * The owner runs on, and takes a slot before it fills it (hp_buffer_record):
+ * the newest of n slots may hold an event of an earlier lap of the ring, or
+ * zeros. Its tick tells: one older than the slot before it (or 0) is stale.
+ * The hook stores the tick after the address, so a fresh tick means a
+ * complete event.
+ */
+static int newest_filled(const struct hp_raw *start, size_t n)
+{
+	/* Acquire: pairs with the hook's release store of the tick. */
+	uint64_t tick = __atomic_load_n(&start[n - 1].tick, __ATOMIC_ACQUIRE);
+	return tick && (n == 1 || tick >= start[n - 2].tick);
+}
+
 size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, uint32_t *seq,
 				  int in_signal)
 {
@@ -360,10 +378,12 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 	if (!t->exited && t->tls) {
 		uint32_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 		struct hp_raw *start = chunk_base(t, head);
-		/* Acquire: pairs with the hook's release store of pos. */
+		/* Acquire: pairs with nothing the hook releases (it takes the
+		 * slot first); the newest slot is checked by newest_filled. */
 		struct hp_raw *pos = __atomic_load_n(&t->tls->pos, __ATOMIC_ACQUIRE);
 		if (pos > start && pos <= start + HP_CHUNK_EVENTS) {
 			n = (size_t)(pos - start);
+			n -= !newest_filled(start, n);
 			memcpy(scratch, start, n * sizeof(*start));
 			*seq = head;
 		}

@@ -69,16 +69,24 @@ void hp_buffer_record_slow(uint64_t addr) HP_HIDDEN;
  */
 static inline void hp_buffer_record(uint64_t addr)
 {
+	uint64_t tick = hp_cpu_tick();
 	struct hp_raw *e = hp_tls.pos;
 	if (unlikely(e >= hp_tls.end)) {
 		hp_buffer_record_slow(addr);
 		return;
 	}
-	e->tick = hp_cpu_tick();
+	/* The slot is taken before it is filled: an instrumented signal handler
+	 * that runs in between records into the slots after it rather than into
+	 * this one (and its events nest inside this one, with later ticks). The
+	 * signal fence orders the two for the compiler only: the handler runs
+	 * on this thread. */
+	hp_tls.pos = e + 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	e->addr = addr;
-	/* Release: the event is complete before a final flush on another
-	 * thread reads pos (a plain store on x86-64). */
-	__atomic_store_n(&hp_tls.pos, e + 1, __ATOMIC_RELEASE);
+	/* Release: the address is stored before the tick, so that a final
+	 * flush on another thread that finds a fresh tick in the newest slot
+	 * finds the address too (hp_buffer_snapshot_partial). */
+	__atomic_store_n(&e->tick, tick, __ATOMIC_RELEASE);
 }
 
 extern struct hp_thread *hp_threads HP_HIDDEN;

@@ -800,9 +800,37 @@ START_TEST(test_snapshot_partial_nothing_to_copy)
 	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
 	ck_assert_uint_eq(seq, 55);
 	/* and the control: with tls back, the 5 events are there */
+	for (uint64_t j = 0; j < 5; j++)
+		slot(T, 1)[j] = (struct hp_raw){ addr_at(3 + j), tick_at(3 + j) };
 	T->tls = &tls;
 	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 5);
 	ck_assert_uint_eq(seq, 1);
+}
+END_TEST
+
+START_TEST(test_snapshot_partial_skips_slot_being_filled)
+{
+	/* The owner takes a slot, then fills it: a flush in between finds the
+	 * newest slot holding an event of an earlier lap of the ring (a tick
+	 * older than the slot before it) or zeros, and leaves it out. */
+	struct hp_tls tls = { 0 };
+	uint32_t seq;
+	T->tls = &tls;
+	struct hp_raw *s = slot(T, 0);
+	for (uint64_t j = 0; j < 10; j++)
+		s[j] = (struct hp_raw){ addr_at(100 + j), tick_at(100 + j) };
+	s[10] = (struct hp_raw){ addr_at(3), tick_at(3) }; /* an earlier lap's */
+	tls.pos = s + 11;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 10);
+	ck_assert_uint_eq(first_wrong(scratch, 10, 100, 1), NONE);
+	s[10] = (struct hp_raw){ 0, 0 }; /* a fresh page's */
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 10);
+	/* filled now: same tick as the slot before it still counts */
+	s[10] = (struct hp_raw){ addr_at(110), tick_at(109) };
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 11);
+	s[0] = (struct hp_raw){ 0, 0 }; /* the only slot, not filled yet */
+	tls.pos = s + 1;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
 }
 END_TEST
 
@@ -997,6 +1025,7 @@ static Suite *buffer_suite(void)
 	tcase_add_checked_fixture(limits, setup, teardown);
 	tcase_set_timeout(limits, 30);
 	tcase_add_test(limits, test_snapshot_partial_nothing_to_copy);
+	tcase_add_test(limits, test_snapshot_partial_skips_slot_being_filled);
 	tcase_add_test(limits, test_snapshot_partial_full_chunk);
 	tcase_add_test(limits, test_ring_take_clamps_length);
 	tcase_add_test(limits, test_buffer_size_rounds_down);
