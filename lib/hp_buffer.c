@@ -193,37 +193,80 @@ static void next_chunk(struct hp_thread *t)
 	use_chunk(t);
 }
 
-/* Without the TSC every event comes here; most still fit the chunk. */
-static int store_if_room(uint64_t addr, uint64_t tick)
+/* Stores one event in a slot taken from pos: as the hook does (hp_buffer.h). */
+static void fill(struct hp_raw *e, uint64_t addr, uint64_t tick)
 {
-	struct hp_thread *t = hp_tls.thread;
-	struct hp_raw *e = hp_tls.pos;
-	if (!t || e >= chunk_end(t))
-		return 0;
-	/* Taken, then filled: as in hp_buffer_record, and in the same order. */
-	hp_tls.pos = e + 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	e->addr = addr;
 	/* Release: the address before the tick (hp_buffer_snapshot_partial). */
 	__atomic_store_n(&e->tick, tick, __ATOMIC_RELEASE);
-	return 1;
 }
 
-void hp_buffer_record_slow(uint64_t addr)
+static int in_chunk(const struct hp_thread *t, const struct hp_raw *e)
+{
+	const struct hp_raw *start = chunk_base(t, t->head);
+	return e >= start && e < start + HP_CHUNK_EVENTS;
+}
+
+/* The hook took its slot past the chunk's end (and so may have a signal
+ * handler's hook): the chunk holds exactly its slots. */
+static void clamp_pos(const struct hp_thread *t)
+{
+	struct hp_raw *end = chunk_end(t);
+	if (hp_tls.pos > end && hp_tls.pos <= end + HP_CHUNK_EVENTS)
+		hp_tls.pos = end;
+}
+
+/* Slow path, inside busy: a slot in chunk head, or nothing if none can be
+ * had. Interrupting signal handlers' events are dropped (and counted). */
+static struct hp_raw *take_slot_slow(struct hp_thread *t)
+{
+	if (!t || hp_tls.pos >= chunk_end(t))
+		return NULL;
+	return hp_tls.pos++;
+}
+
+/*
+ * An instrumented signal handler that ran while the slow path switches
+ * chunks would have its events dropped (busy): it waits the few
+ * microseconds until we are done instead, and records them all. Signals
+ * our own code would raise (a fault) are left alone. Two system calls
+ * every 4096 events.
+ */
+static void block_async_signals(sigset_t *saved)
+{
+	static const int synchronous[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+	sigset_t mask;
+	sigfillset(&mask);
+	for (size_t i = 0; i < sizeof(synchronous) / sizeof(synchronous[0]); i++)
+		sigdelset(&mask, synchronous[i]);
+	pthread_sigmask(SIG_BLOCK, &mask, saved);
+}
+
+/*
+ * The hook took `taken` and found it at or past hp_tls.end: the chunk is
+ * full, or this thread has no buffer yet, or the clock is not the TSC (end
+ * is NULL then, and a slot inside the chunk is still good).
+ */
+void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 {
 	uint64_t tick = hp_tick();
 	if (unlikely(hp_tls.busy || hp_tls.retired)) {
 		count_lost(hp_tls.busy ? HP_LOST_REENTRY : HP_LOST_LATE);
 		return;
 	}
-	if (store_if_room(addr, tick))
-		return;
-	int saved_errno = errno;
-	hp_tls.busy = 1;
 	struct hp_thread *t = hp_tls.thread;
+	if (t && in_chunk(t, taken)) {
+		fill(taken, addr, tick);
+		return;
+	}
+	int saved_errno = errno;
+	sigset_t saved_mask;
+	block_async_signals(&saved_mask);
+	hp_tls.busy = 1;
 	if (t && hp_runtime_in_child()) {
 		t = NULL; /* hp_tls is retired now */
 	} else if (t) {
+		clamp_pos(t);
 		next_chunk(t);
 	} else if (hp_runtime_ready()) {
 		t = thread_create();
@@ -237,9 +280,11 @@ void hp_buffer_record_slow(uint64_t addr)
 			hp_runtime_count_lost(HP_LOST_NO_BUFFER);
 		}
 	}
-	if (t)
-		store_if_room(addr, tick);
+	struct hp_raw *e = take_slot_slow(t);
+	if (e)
+		fill(e, addr, tick);
 	hp_tls.busy = 0;
+	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
 	errno = saved_errno;
 }
 
@@ -278,6 +323,14 @@ static int has_partial_chunk(const struct hp_thread *t)
 	return hp_tls.pos > start && hp_tls.pos <= start + HP_CHUNK_EVENTS;
 }
 
+/* A hook that took a slot past the end of a full chunk was interrupted
+ * before its slow path ran: the chunk is full. */
+static void clamp_overshoot(const struct hp_thread *t)
+{
+	if (hp_tls.pos != chunk_base(t, t->head))
+		clamp_pos(t);
+}
+
 void hp_buffer_retire_self(int in_signal)
 {
 	struct hp_thread *t = hp_tls.thread;
@@ -287,6 +340,7 @@ void hp_buffer_retire_self(int in_signal)
 	int interrupted = hp_tls.busy;
 	hp_tls.busy = 1;
 	int locked = lock_threads(in_signal) == 0;
+	clamp_overshoot(t);
 	if (!interrupted && has_partial_chunk(t))
 		publish(t);
 	prctl(PR_GET_NAME, t->name);

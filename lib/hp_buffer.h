@@ -35,6 +35,10 @@ struct hp_tls {
 	uint32_t retired; /* flushed for the last time: later events are dropped */
 };
 
+_Static_assert(__builtin_offsetof(struct hp_tls, pos) == 0 &&
+		       __builtin_offsetof(struct hp_tls, end) == 8,
+	       "hp_take_slot knows where pos and end are");
+
 extern __thread struct hp_tls hp_tls __attribute__((tls_model("initial-exec"))) HP_HIDDEN;
 
 struct hp_thread {
@@ -60,28 +64,53 @@ struct hp_thread {
 	uint32_t announced;      /* THREAD record written */
 };
 
-void hp_buffer_record_slow(uint64_t addr) HP_HIDDEN;
+void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken) HP_HIDDEN;
 
 /*
- * The per-event path: one 16-byte store, or the slow path when the chunk is
- * full. hp_tls.end is NULL when the clock is not the TSC, so that every
- * event takes the slow path and this one has no call to save registers for.
+ * pos += 1 slot, returning the slot taken, and *end. The add is one
+ * instruction on x86-64 (xadd, not locked: only this thread writes pos), so
+ * that a signal handler on this thread runs wholly before or wholly after
+ * it and never takes the same slot.
+ */
+static inline struct hp_raw *hp_take_slot(struct hp_raw **end)
+{
+#if defined(__x86_64__)
+	uintptr_t e = sizeof(struct hp_raw), off;
+	__asm__ volatile("movq hp_tls@gottpoff(%%rip), %[off]\n\t"
+			 "xaddq %[e], %%fs:(%[off])\n\t"
+			 "movq %%fs:8(%[off]), %[end]"
+			 : [e] "+r"(e), [off] "=&r"(off), [end] "=r"(*end)
+			 :
+			 : "memory");
+	return (struct hp_raw *)e;
+#else
+	struct hp_raw *e = hp_tls.pos;
+	hp_tls.pos = e + 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	*end = hp_tls.end;
+	return e;
+#endif
+}
+
+/*
+ * The per-event path: take a slot, store 16 bytes in it; or the slow path
+ * when the slot is past the chunk's end (the slow path gets the slot: with
+ * end NULL, when the clock is not the TSC, every event goes there, and a
+ * slot inside the chunk is still good). This one has no call to save
+ * registers for.
  */
 static inline void hp_buffer_record(uint64_t addr)
 {
 	uint64_t tick = hp_cpu_tick();
-	struct hp_raw *e = hp_tls.pos;
-	if (unlikely(e >= hp_tls.end)) {
-		hp_buffer_record_slow(addr);
+	/* The slot is taken before it is filled: an instrumented signal handler
+	 * that runs in between records into the slots after it (its events nest
+	 * inside this one, with later ticks). */
+	struct hp_raw *end;
+	struct hp_raw *e = hp_take_slot(&end);
+	if (unlikely(e >= end)) {
+		hp_buffer_record_slow(addr, e);
 		return;
 	}
-	/* The slot is taken before it is filled: an instrumented signal handler
-	 * that runs in between records into the slots after it rather than into
-	 * this one (and its events nest inside this one, with later ticks). The
-	 * signal fence orders the two for the compiler only: the handler runs
-	 * on this thread. */
-	hp_tls.pos = e + 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	e->addr = addr;
 	/* Release: the address is stored before the tick, so that a final
 	 * flush on another thread that finds a fresh tick in the newest slot
