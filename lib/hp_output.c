@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,9 @@
 #define FLUSH_AT (1u << 20)
 
 static char path[4096];
+static int out_fd = -1;
+static dev_t out_dev;
+static ino_t out_ino;
 static int renamed;
 static int failed;
 static uint8_t *pending;
@@ -76,6 +80,57 @@ static int make_absolute(char *p, size_t len)
 	return 0;
 }
 
+/*
+ * The descriptor is kept, high above the numbers the program expects open()
+ * to hand it (the lowest free one): opening the file for each batch would
+ * take such a number for a moment, from the writer thread, under the
+ * program's feet. The program may still close it, or reuse its number:
+ * each batch first checks that it is still our file.
+ */
+static int high_floor(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1024)
+		return 1000;
+	return (int)(rl.rlim_cur * 3 / 4);
+}
+
+static void keep_descriptor(int fd)
+{
+	struct stat st;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, high_floor());
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	out_fd = fd;
+	if (fstat(fd, &st) == 0) {
+		out_dev = st.st_dev;
+		out_ino = st.st_ino;
+	}
+}
+
+/* Our descriptor, reopened if the program closed it or took its number;
+ * -1 (errno set) if the file itself is gone. */
+static int trace_descriptor(void)
+{
+	struct stat st;
+	if (out_fd >= 0 && fstat(out_fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino)
+		return st.st_nlink ? out_fd : (errno = ENOENT, -1);
+	/* Not ours any more: the number is the program's now, left alone. */
+	out_fd = -1;
+	int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_dev != out_dev || st.st_ino != out_ino) {
+		close(fd); /* another file under our name */
+		errno = ENOENT;
+		return -1;
+	}
+	keep_descriptor(fd);
+	return out_fd;
+}
+
 static int create_exclusive(const char *base, char *err, size_t errlen)
 {
 	for (int i = 0; i < 1000; i++) {
@@ -83,10 +138,10 @@ static int create_exclusive(const char *base, char *err, size_t errlen)
 			snprintf(path, sizeof(path), "%s", base);
 		else if (snprintf(path, sizeof(path), "%s.%d", base, i) >= (int)sizeof(path))
 			break;
-		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0644);
 		if (fd >= 0) {
 			renamed = i > 0;
-			close(fd);
+			keep_descriptor(fd);
 			return 0;
 		}
 		if (errno != EEXIST) {
@@ -122,6 +177,8 @@ int hp_output_create(const char *spec, const char *prog, int pid, char *err, siz
 	pending = hp_pages_alloc(PENDING_BYTES);
 	if (!pending) {
 		snprintf(err, errlen, "no memory for the output buffer");
+		close(out_fd);
+		out_fd = -1;
 		unlink(path);
 		return -1;
 	}
@@ -171,14 +228,12 @@ int hp_output_flush(void)
 	if (!pending_len)
 		return 0;
 	int saved = errno;
-	int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	int fd = trace_descriptor();
 	int rc = fd < 0 ? -1 : write_all(fd, pending, pending_len);
 	if (rc < 0) {
 		hp_warn("cannot write trace file '%s': %s; the trace ends here", path, strerror(errno));
 		failed = 1;
 	}
-	if (fd >= 0)
-		close(fd);
 	pending_len = 0;
 	errno = saved;
 	return rc;

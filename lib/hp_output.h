@@ -1,9 +1,11 @@
 /*
  * hp_output.h - the trace file: created once, appended to in batches.
  *
- * The file is opened for each batch and closed again, so the traced program
- * never sees a descriptor of ours: it may close every descriptor, reuse the
- * numbers or exec, and the trace is unaffected.
+ * One descriptor is kept, close-on-exec, at a high number (1000, or 3/4 of
+ * a lower RLIMIT_NOFILE), so that the program's open() still gets the
+ * lowest free number. The program may close every descriptor or reuse the
+ * number: each batch checks that the descriptor is still our file and
+ * reopens it by name if not.
  */
 #ifndef HP_OUTPUT_H
 #define HP_OUTPUT_H
