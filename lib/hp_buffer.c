@@ -201,10 +201,28 @@ static void fill(struct hp_raw *e, uint64_t addr, uint64_t tick)
 	__atomic_store_n(&e->tick, tick, __ATOMIC_RELEASE);
 }
 
+static int in_chunk_seq(const struct hp_thread *t, uint32_t seq, const struct hp_raw *e)
+{
+	const struct hp_raw *start = chunk_base(t, seq);
+	return e >= start && e < start + HP_CHUNK_EVENTS;
+}
+
 static int in_chunk(const struct hp_thread *t, const struct hp_raw *e)
 {
-	const struct hp_raw *start = chunk_base(t, t->head);
-	return e >= start && e < start + HP_CHUNK_EVENTS;
+	return in_chunk_seq(t, t->head, e);
+}
+
+/*
+ * A slot the hook took inside the chunk, which a signal handler then filled
+ * up and published before the hook got here (without the TSC the hook
+ * fills its slot only here). Still ours: filled late, as the fast path may
+ * also fill its slot after a handler published the chunk.
+ */
+static int in_chunk_just_published(const struct hp_thread *t, const struct hp_raw *e)
+{
+	/* With two chunks the one before is also the one after, where a slot
+	 * taken past the end of a full chunk lies. */
+	return t->nchunks > 2 && in_chunk_seq(t, t->head - 1, e);
 }
 
 /* The hook took its slot past the chunk's end (and so may have a signal
@@ -216,13 +234,30 @@ static void clamp_pos(const struct hp_thread *t)
 		hp_tls.pos = end;
 }
 
-/* Slow path, inside busy: a slot in chunk head, or nothing if none can be
- * had. Interrupting signal handlers' events are dropped (and counted). */
+/* Slow path, signals held off: a slot in chunk head, or nothing if none
+ * can be had. */
 static struct hp_raw *take_slot_slow(struct hp_thread *t)
 {
 	if (!t || hp_tls.pos >= chunk_end(t))
 		return NULL;
 	return hp_tls.pos++;
+}
+
+/*
+ * The chunk is full: publish it and take the next. Hooks interrupted by a
+ * signal handler may have taken slots past its end before their slow path
+ * ran; where the next chunk follows in memory those slots are at its start,
+ * and stay theirs (they find them inside the chunk when they resume).
+ */
+static void switch_chunk(struct hp_thread *t)
+{
+	struct hp_raw *old_end = chunk_end(t);
+	struct hp_raw *taken_to = hp_tls.pos;
+	clamp_pos(t);
+	next_chunk(t);
+	if (taken_to > old_end && taken_to <= old_end + HP_CHUNK_EVENTS &&
+	    chunk_base(t, t->head) == old_end)
+		hp_tls.pos = taken_to;
 }
 
 /*
@@ -243,19 +278,27 @@ static void block_async_signals(sigset_t *saved)
 }
 
 /*
- * The hook took `taken` and found it at or past hp_tls.end: the chunk is
- * full, or this thread has no buffer yet, or the clock is not the TSC (end
- * is NULL then, and a slot inside the chunk is still good).
+ * The hook took `taken` at or past the end it read just before: the chunk
+ * is full, or this thread has no buffer yet, or the clock is not the TSC
+ * (end is NULL then). The slot is ours whatever happened since (the take
+ * is one instruction): if it lies inside the current chunk it is filled,
+ * whether the clock sent us here or a signal handler moved to the chunk
+ * that follows in memory.
  */
 void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 {
 	uint64_t tick = hp_tick();
 	if (unlikely(hp_tls.busy || hp_tls.retired)) {
+		/* The slot goes back (nobody took one after it: handlers that
+		 * ran since gave theirs back too), else switch_chunk would keep
+		 * it for an event that never comes. */
+		if (taken + 1 == hp_tls.pos)
+			hp_tls.pos = taken;
 		count_lost(hp_tls.busy ? HP_LOST_REENTRY : HP_LOST_LATE);
 		return;
 	}
 	struct hp_thread *t = hp_tls.thread;
-	if (t && in_chunk(t, taken)) {
+	if (t && (in_chunk(t, taken) || (!hp_tick_is_tsc && in_chunk_just_published(t, taken)))) {
 		fill(taken, addr, tick);
 		return;
 	}
@@ -266,8 +309,8 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	if (t && hp_runtime_in_child()) {
 		t = NULL; /* hp_tls is retired now */
 	} else if (t) {
-		clamp_pos(t);
-		next_chunk(t);
+		if (hp_tls.pos >= chunk_end(t))
+			switch_chunk(t);
 	} else if (hp_runtime_ready()) {
 		t = thread_create();
 		/* The tick was read before start-up chose the clock. */
@@ -280,7 +323,7 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 			hp_runtime_count_lost(HP_LOST_NO_BUFFER);
 		}
 	}
-	struct hp_raw *e = take_slot_slow(t);
+	struct hp_raw *e = t && in_chunk(t, taken) ? taken : take_slot_slow(t);
 	if (e)
 		fill(e, addr, tick);
 	hp_tls.busy = 0;

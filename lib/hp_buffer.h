@@ -67,27 +67,29 @@ struct hp_thread {
 void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken) HP_HIDDEN;
 
 /*
- * pos += 1 slot, returning the slot taken, and *end. The add is one
- * instruction on x86-64 (xadd, not locked: only this thread writes pos), so
- * that a signal handler on this thread runs wholly before or wholly after
- * it and never takes the same slot.
+ * pos += 1 slot, returning the slot taken, and *end as read just before.
+ * The add is one instruction on x86-64 (xadd, not locked: only this thread
+ * writes pos), so that a signal handler on this thread runs wholly before
+ * or wholly after it and never takes the same slot. end is read first: a
+ * slot below it is inside the chunk whatever a handler did after.
  */
 static inline struct hp_raw *hp_take_slot(struct hp_raw **end)
 {
 #if defined(__x86_64__)
 	uintptr_t e = sizeof(struct hp_raw), off;
 	__asm__ volatile("movq hp_tls@gottpoff(%%rip), %[off]\n\t"
-			 "xaddq %[e], %%fs:(%[off])\n\t"
-			 "movq %%fs:8(%[off]), %[end]"
-			 : [e] "+r"(e), [off] "=&r"(off), [end] "=r"(*end)
+			 "movq %%fs:8(%[off]), %[end]\n\t"
+			 "xaddq %[e], %%fs:(%[off])"
+			 : [e] "+r"(e), [off] "=&r"(off), [end] "=&r"(*end)
 			 :
 			 : "memory");
 	return (struct hp_raw *)e;
 #else
+	*end = hp_tls.end;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	struct hp_raw *e = hp_tls.pos;
 	hp_tls.pos = e + 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	*end = hp_tls.end;
 	return e;
 #endif
 }

@@ -249,6 +249,36 @@ HP_EXPORT const char *hookprof_trace_path(void)
 }
 
 /*
+ * exit, interposed: two threads calling exit() at once (undefined in C) split
+ * the exit handlers between them, and the one that finds none left ends the
+ * process while the other still writes the trace's end. The second caller
+ * waits for the first, as newer C libraries make it do. Returning from main
+ * does not come through here.
+ */
+HP_EXPORT void exit(int status)
+{
+	static uint32_t exiting; /* the tid of the first caller */
+	static void (*real_exit)(int);
+	void (*next)(int) = __atomic_load_n(&real_exit, __ATOMIC_ACQUIRE);
+	if (!next) {
+		next = (void (*)(int))dlsym(RTLD_NEXT, "exit");
+		if (!next)
+			_exit(status);
+		__atomic_store_n(&real_exit, next, __ATOMIC_RELEASE);
+	}
+	uint32_t self = hp_gettid(), first = 0;
+	/* Another thread's exit() ends the process; a nested one (from an exit
+	 * handler) is the C library's to deal with. */
+	if (!__atomic_compare_exchange_n(&exiting, &first, self, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE) &&
+	    first != self)
+		for (;;)
+			pause();
+	next(status);
+	__builtin_unreachable();
+}
+
+/*
  * dlclose, interposed: an object unloaded before the writer's next module
  * snapshot (once a second) would leave its addresses without a name, so
  * the map is written while the object is still there. Not on the per-event

@@ -112,6 +112,15 @@ build jump gcc "${IF[@]}" -O1 "$SRC/jump.c"
 build jump_linked gcc "${IF[@]}" -O0 "$SRC/jump.c" "${LINK[@]}"
 build throw g++ "${IF[@]}" -O1 "$SRC/throw.cpp"
 build throw_linked g++ "${IF[@]}" -O0 "$SRC/throw.cpp" "${LINK[@]}"
+build manythreads_linked gcc "${IF[@]}" -O1 -pthread "$SRC/manythreads.c" "${LINK[@]}"
+build sigtimer gcc "${IF[@]}" -O1 "$SRC/sigtimer.c"
+build multiexit gcc "${IF[@]}" -O1 -pthread "$SRC/multiexit.c"
+build rawfork gcc "${IF[@]}" -O1 "$SRC/rawfork.c"
+build sigpipe gcc "${IF[@]}" -O1 "$SRC/sigpipe.c"
+build blockedsig_linked gcc "${IF[@]}" -O1 -pthread "$SRC/blockedsig.c" -ldl "${LINK[@]}"
+build flushunlinked_linked gcc "${IF[@]}" -O0 "$SRC/flushunlinked.c" "${LINK[@]}"
+build plugin_linked.so gcc "${IF[@]}" -O1 -fPIC -shared "$SRC/plugin.c" "${LINK[@]}"
+build deepbind gcc -g -O1 -pthread "$SRC/deepbind.c" -ldl
 HAVE_CLANG=0
 if command -v clang >/dev/null 2>&1; then
 	HAVE_CLANG=1
@@ -568,6 +577,173 @@ if [ $HAVE_CLANG = 1 ]; then
 	run preload throw-clang throw_clang
 	check_run "C++ exception through instrumented frames (clang++, no exit hooks), preload" preload 0 "throw 4"
 	throw_checks "C++ exception through instrumented frames (clang++, no exit hooks), preload" throw_clang
+fi
+
+# ---- robustness ---------------------------------------------------------
+
+# Thousands of short-lived threads, signal handlers inside the hooks, exit()
+# from two threads at once, forks that run no atfork handler, deaths by
+# SIGPIPE and by a signal while a thread waits for the writer, a flush that
+# cannot write, the library unloaded by dlclose: no crash, no hang, and a
+# complete trace with exact counts.
+
+# run_guarded MODE NAME BIN [VAR=VALUE...] [-- ARGS...]: as run_env (in the
+# settings below), MODE linked (no LD_PRELOAD) or preload, and under
+# `timeout 10`: a hang ends in exit status 124 and fails the status check.
+run_guarded() {
+	local mode=$1 name=$2 bin=$3 t0 vars=()
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		vars+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	[ "$mode" = preload ] && vars=(LD_PRELOAD="$LIB" "${vars[@]}")
+	RUNS=$((RUNS + 1))
+	DIR=$T/run/$RUNS-$name
+	TRACE=$DIR/trace.hookprof
+	mkdir -p "$DIR"
+	t0=$(now_ns)
+	{ (cd "$DIR" && exec timeout 10 env HOOKPROF_OUTPUT="$TRACE" "${vars[@]}" "$B/$bin" "$@" >out 2>err); } 2>/dev/null
+	RC=$?
+	WALL_NS=$(($(now_ns) - t0))
+}
+# zero_lost LABEL: the report's header says the trace lost no event.
+zero_lost() {
+	"$HP" report "$TRACE" >"$DIR/table" 2>&1
+	check "$1: no event lost (the report's header says 0 lost)" "$(head -n 2 "$DIR/table" | tr '\n' '|')" \
+		grep -q '^#.*, 0 lost, ' "$DIR/table"
+}
+
+# Threads created and joined one after another: each one's buffer is
+# retired and freed while the next ones start; with "flush", hookprof_flush
+# on another thread races with all of that.
+label="3000 short-lived threads, stream mode"
+run_guarded linked manythreads manythreads_linked
+check_run "$label" linked 0 "manythreads 3000"
+if report "$label" "$TRACE"; then
+	expect_calls "$label" manythreads_linked main=1 mt_thread=3000 mt_work=30000
+	check_times "$label" flat
+fi
+for mode in stream ring; do
+	label="3000 short-lived threads, hookprof_flush() in a loop meanwhile, $mode mode"
+	run_guarded linked "manythreads-flush-$mode" manythreads_linked HOOKPROF_MODE=$mode -- flush
+	check_run "$label" linked 0 "manythreads 3000 flushed"
+	if report "$label" "$TRACE"; then
+		expect_calls "$label" manythreads_linked main=1 mt_flusher=1 mt_thread=3000 mt_work=30000
+		check_times "$label" flat
+	fi
+done
+
+# An instrumented SIGALRM handler, up to 20000 times a second, interrupting
+# main's hooks anywhere, their slow path too: every call of both is counted,
+# none lost.
+# Without the TSC every event takes the slow path (a different code path
+# for the slot the hook took).
+for clock in tsc monotonic; do
+	label="instrumented SIGALRM handler every 50 us, HOOKPROF_CLOCK=$clock"
+	run_guarded preload "sigtimer-$clock" sigtimer HOOKPROF_CLOCK=$clock
+	n_loop="" n_sig=""
+	read -r _ n_loop _ n_sig _ <"$DIR/out" 2>/dev/null
+	check "$label: exit status 0" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 0 ]
+	check "$label: program output 'sigtimer N calls M signals'" "got '$(brief "$DIR/out")'" \
+		grep -Eqx 'sigtimer [0-9]+ calls [0-9]+ signals' "$DIR/out"
+	check "$label: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
+	if report "$label" "$TRACE"; then
+		expect_calls "$label" sigtimer main=1 sig_loop="${n_loop:-?}" sig_handler="${n_sig:-?}" sig_inner="${n_sig:-?}"
+		check_times "$label" flat
+		zero_lost "$label"
+	fi
+done
+
+# exit() from two threads at once: the one that does not run the
+# destructors must not end the process before the trace is complete. In
+# ring mode the final flush writes every event (1.2 million, all in the
+# buffers), which leaves the other thread plenty of time.
+for mode in stream ring; do
+	label="exit(5) from two threads at once, $mode mode"
+	run_guarded preload "multiexit-$mode" multiexit HOOKPROF_MODE=$mode
+	check_run "$label" preload 5 ""
+	if report "$label (no --partial)" "$TRACE"; then
+		expect_calls "$label" multiexit main=1 me_thread=2 me_work=600000
+		check_times "$label" flat
+	fi
+done
+
+# A child forked without the C library's fork runs no atfork handler: it
+# must still exit (status 3), and leave the parent's trace to the parent.
+for how in syscall _Fork; do
+	case $how in syscall) label="syscall(SYS_fork)" ;; *) label="_Fork()" ;; esac
+	label="child of $label calling exit(3)"
+	run_guarded preload "rawfork-$how" rawfork -- $how
+	check_run "$label" preload 0 "rawfork child exit 3"
+	if report "$label: the parent's trace" "$TRACE"; then
+		expect_calls "$label: the parent's trace" rawfork main=1 rf_parent=200
+		check "$label: the parent's trace holds none of the child's calls" "rf_child calls: $(field rf_child "" 2)" \
+			[ -z "$(field rf_child "" 2)" ]
+	fi
+done
+
+# Killed by SIGPIPE (a default action the program did not change): the
+# trace is complete up to there.
+label="killed by SIGPIPE (sigpipe | head -n 1)"
+RUNS=$((RUNS + 1))
+DIR=$T/run/$RUNS-sigpipe
+TRACE=$DIR/trace.hookprof
+mkdir -p "$DIR"
+{ (
+	cd "$DIR" || exit
+	timeout 10 env HOOKPROF_OUTPUT="$TRACE" LD_PRELOAD="$LIB" "$B/sigpipe" 2>err | head -n 1 >out
+	echo "${PIPESTATUS[0]}" >rc
+); } 2>/dev/null
+RC=$(cat "$DIR/rc" 2>/dev/null)
+check_run "$label" preload 141 "sigpipe line 1"
+if report "$label (no --partial)" "$TRACE"; then
+	expect_calls "$label" sigpipe main=1 sp_setup=10
+	n=$(field sp_line sigpipe 2)
+	check "$label: sp_line in the report" "sp_line calls: '$n'" \
+		awk -v n="$n" 'BEGIN { exit !(n ~ /^[0-9]+$/ && n + 0 >= 1) }'
+	check_times "$label" flat
+fi
+
+# A fatal signal for a thread that waits for the writer (a full 128K
+# buffer, stream mode): the writer still stops, the trace is complete, and
+# no chunk is written twice: bs_work's calls are those the program counted.
+label="SIGTERM for a thread that waits for the writer (HOOKPROF_BUFFER=128K)"
+run_guarded linked blockedsig blockedsig_linked HOOKPROF_BUFFER=128K
+n_work=""
+read -r _ _ n_work <"$DIR/out" 2>/dev/null
+check "$label: exit status 143" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 143 ]
+check "$label: program output 'blockedsig waiting N'" "got '$(brief "$DIR/out")'" \
+	grep -Eqx 'blockedsig waiting [0-9]+' "$DIR/out"
+check "$label: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
+if report "$label (no --partial)" "$TRACE"; then
+	expect_calls "$label" blockedsig_linked main=1 bs_setup=10 bs_watch=1 bs_worker=1 bs_work="${n_work:-?}"
+	check_times "$label" flat
+	zero_lost "$label"
+fi
+
+# hookprof_flush() that cannot write (the program deleted the trace file)
+# says so: -1. At most one warning, and the file is not made again.
+label="hookprof_flush() after the trace file was deleted"
+run_guarded linked flushunlinked flushunlinked_linked
+check "$label: exit status 0" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 0 ]
+check "$label: returns -1" "got '$(brief "$DIR/out")', want 'flushunlinked -1'" \
+	[ "$(cat "$DIR/out")" = "flushunlinked -1" ]
+check "$label: stderr holds at most one line, a 'hookprof:' one" "stderr: $(brief "$DIR/err")" \
+	sh -c '[ "$(wc -l <"$1")" -le 1 ] && ! grep -qv "^hookprof:" "$1"' sh "$DIR/err"
+check "$label: no trace file made again" "files: $(ls "$DIR" | tr '\n' ' ')" [ ! -e "$TRACE" ]
+
+# libhookprof loaded only as the dependency of a plugin opened with
+# RTLD_DEEPBIND, and unloaded with it by dlclose (its thread exits after
+# that); then SIGTERM: the process dies of SIGTERM, not of a jump into the
+# unloaded library.
+label="libhookprof unloaded by dlclose (RTLD_DEEPBIND plugin), then SIGTERM"
+run_guarded linked deepbind deepbind -- "$B/plugin_linked.so"
+check_run "$label" linked 143 "deepbind 168 dlclose 0"
+if report "$label (no --partial)" "$TRACE"; then
+	expect_calls "$label" plugin_linked.so plugin_run=2 plugin_helper=8
+	check_times "$label" flat
 fi
 
 # ---- settings -----------------------------------------------------------
