@@ -21,6 +21,8 @@ SYM_LIBS := -ldw -lelf -lstdc++
 LIB_SRC := $(wildcard lib/*.c) $(wildcard hooks/*.c)
 SYM_SRC := $(wildcard symbolize/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The interposed C library functions would clash with libc.a's in a -static link.
+ARCHIVE_OBJ := $(filter-out $(BUILD)/lib/hp_interpose.o,$(LIB_OBJ))
 SYM_OBJ := $(SYM_SRC:%.c=$(BUILD)/%.o)
 SYM_LIB_OBJ := $(filter-out $(BUILD)/symbolize/main.o,$(SYM_OBJ))
 UNIT_SRC := $(wildcard tests/check_*.c)
@@ -42,7 +44,7 @@ $(BUILD)/%.o: %.c
 $(BUILD)/libhookprof.so: $(LIB_OBJ)
 	$(CC) $(CFLAGS) -shared -pthread -Wl,-soname,libhookprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^
 
-$(BUILD)/libhookprof.a: $(LIB_OBJ)
+$(BUILD)/libhookprof.a: $(ARCHIVE_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 

@@ -265,7 +265,7 @@ static void switch_chunk(struct hp_thread *t)
  * chunks would have its events dropped (busy): it waits the few
  * microseconds until we are done instead, and records them all. Signals
  * our own code would raise (a fault) are left alone. Two system calls
- * every 4096 events.
+ * every 4096 events (and a getpid, in hp_runtime_in_child).
  */
 static void block_async_signals(sigset_t *saved)
 {
@@ -294,7 +294,8 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 		 * it for an event that never comes. */
 		if (taken + 1 == hp_tls.pos)
 			hp_tls.pos = taken;
-		count_lost(hp_tls.busy ? HP_LOST_REENTRY : HP_LOST_LATE);
+		if (hp_tls.retired != HP_UNTRACED)
+			count_lost(hp_tls.busy ? HP_LOST_REENTRY : HP_LOST_LATE);
 		return;
 	}
 	struct hp_thread *t = hp_tls.thread;
@@ -322,6 +323,9 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 		} else {
 			hp_runtime_count_lost(HP_LOST_NO_BUFFER);
 		}
+	} else {
+		/* Not traced, and never will be: later events stop at the top. */
+		hp_tls.retired = HP_UNTRACED;
 	}
 	struct hp_raw *e = t && in_chunk(t, taken) ? taken : take_slot_slow(t);
 	if (e)
@@ -366,6 +370,17 @@ static int has_partial_chunk(const struct hp_thread *t)
 	return hp_tls.pos > start && hp_tls.pos <= start + HP_CHUNK_EVENTS;
 }
 
+static int newest_filled(const struct hp_raw *start, size_t n);
+
+/* A fatal signal may have come between a hook's taking its slot and filling
+ * it: that slot is not published. */
+static void drop_unfilled_newest(const struct hp_thread *t)
+{
+	const struct hp_raw *start = chunk_base(t, t->head);
+	if (!newest_filled(start, (size_t)(hp_tls.pos - start)))
+		hp_tls.pos--;
+}
+
 /* A hook that took a slot past the end of a full chunk was interrupted
  * before its slow path ran: the chunk is full. */
 static void clamp_overshoot(const struct hp_thread *t)
@@ -384,8 +399,11 @@ void hp_buffer_retire_self(int in_signal)
 	hp_tls.busy = 1;
 	int locked = lock_threads(in_signal) == 0;
 	clamp_overshoot(t);
-	if (!interrupted && has_partial_chunk(t))
-		publish(t);
+	if (!interrupted && has_partial_chunk(t)) {
+		drop_unfilled_newest(t);
+		if (has_partial_chunk(t))
+			publish(t);
+	}
 	prctl(PR_GET_NAME, t->name);
 	drop_signal_stack(t);
 	t->tls = NULL;
@@ -395,7 +413,7 @@ void hp_buffer_retire_self(int in_signal)
 	__atomic_store_n(&t->exited, 1, __ATOMIC_RELEASE);
 	if (locked)
 		pthread_mutex_unlock(&hp_threads_lock);
-	hp_tls = (struct hp_tls){ .retired = 1 };
+	hp_tls = (struct hp_tls){ .retired = HP_RETIRED };
 }
 
 static void thread_exit(void *arg)
@@ -475,9 +493,9 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 	if (!t->exited && t->tls) {
 		uint32_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 		struct hp_raw *start = chunk_base(t, head);
-		/* Acquire: pairs with nothing the hook releases (it takes the
-		 * slot first); the newest slot is checked by newest_filled. */
-		struct hp_raw *pos = __atomic_load_n(&t->tls->pos, __ATOMIC_ACQUIRE);
+		/* Relaxed: the hook takes its slot before filling it, so pos
+		 * orders nothing; newest_filled checks the newest slot's tick. */
+		struct hp_raw *pos = __atomic_load_n(&t->tls->pos, __ATOMIC_RELAXED);
 		if (pos > start && pos <= start + HP_CHUNK_EVENTS) {
 			n = (size_t)(pos - start);
 			n -= !newest_filled(start, n);

@@ -32,8 +32,12 @@ struct hp_tls {
 	struct hp_raw *end; /* pos >= end sends the hook to the slow path */
 	struct hp_thread *thread;
 	uint32_t busy;    /* in hookprof's own slow path: nested events are dropped */
-	uint32_t retired; /* flushed for the last time: later events are dropped */
+	uint32_t retired; /* HP_RETIRED or HP_UNTRACED: later events are dropped */
 };
+
+/* hp_tls.retired: flushed for the last time (later events count as lost),
+ * or never traced (the runtime is off, a forked child: nothing to count). */
+enum { HP_RETIRED = 1, HP_UNTRACED = 2 };
 
 _Static_assert(__builtin_offsetof(struct hp_tls, pos) == 0 &&
 		       __builtin_offsetof(struct hp_tls, end) == 8,

@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include "hp_runtime.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -32,6 +31,7 @@ enum { STATE_NEW, STATE_TRACING, STATE_OFF, STATE_FINISHING, STATE_FINISHED };
 
 static int state = STATE_NEW;
 static pid_t traced_pid;
+static uint32_t finishing_tid; /* the thread writing the end */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static uint64_t lost[HP_LOST_LATE + 1];
 static struct hp_config config;
@@ -123,10 +123,13 @@ static void finish(int in_signal)
 	int expected = STATE_TRACING;
 	if (!__atomic_compare_exchange_n(&state, &expected, STATE_FINISHING, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
-		if (expected == STATE_FINISHING)
+		/* Not for itself: a fatal signal in the thread that is finishing. */
+		if (expected == STATE_FINISHING &&
+		    __atomic_load_n(&finishing_tid, __ATOMIC_RELAXED) != hp_gettid())
 			wait_until_finished(in_signal);
 		return;
 	}
+	__atomic_store_n(&finishing_tid, hp_gettid(), __ATOMIC_RELAXED);
 	/* The writer stops first: it frees the memory of exited threads, and
 	 * this thread may be running on a signal stack inside its own. */
 	if (hp_writer_stop(in_signal) == 0) {
@@ -171,7 +174,7 @@ static void after_fork_in_child(void)
 	__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
 	hp_writer_forget();
 	hp_buffer_set_finished(); /* a full buffer drops instead of waiting */
-	hp_tls = (struct hp_tls){ .retired = 1 };
+	hp_tls = (struct hp_tls){ .retired = HP_UNTRACED };
 }
 
 /* A child made without fork()'s handlers (_Fork, syscall(SYS_fork), clone)
@@ -248,53 +251,8 @@ HP_EXPORT const char *hookprof_trace_path(void)
 	return hp_runtime_ready() ? hp_output_path() : NULL;
 }
 
-/*
- * exit, interposed: two threads calling exit() at once (undefined in C) split
- * the exit handlers between them, and the one that finds none left ends the
- * process while the other still writes the trace's end. The second caller
- * waits for the first, as newer C libraries make it do. Returning from main
- * does not come through here.
- */
-HP_EXPORT void exit(int status)
+void hp_runtime_objects_changing(void)
 {
-	static uint32_t exiting; /* the tid of the first caller */
-	static void (*real_exit)(int);
-	void (*next)(int) = __atomic_load_n(&real_exit, __ATOMIC_ACQUIRE);
-	if (!next) {
-		next = (void (*)(int))dlsym(RTLD_NEXT, "exit");
-		if (!next)
-			_exit(status);
-		__atomic_store_n(&real_exit, next, __ATOMIC_RELEASE);
-	}
-	uint32_t self = hp_gettid(), first = 0;
-	/* Another thread's exit() ends the process; a nested one (from an exit
-	 * handler) is the C library's to deal with. */
-	if (!__atomic_compare_exchange_n(&exiting, &first, self, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE) &&
-	    first != self)
-		for (;;)
-			pause();
-	next(status);
-	__builtin_unreachable();
-}
-
-/*
- * dlclose, interposed: an object unloaded before the writer's next module
- * snapshot (once a second) would leave its addresses without a name, so
- * the map is written while the object is still there. Not on the per-event
- * path: it may lock.
- */
-HP_EXPORT int dlclose(void *handle)
-{
-	static int (*real_dlclose)(void *);
-	int (*next)(void *) = __atomic_load_n(&real_dlclose, __ATOMIC_ACQUIRE);
-	if (!next) {
-		next = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
-		if (!next)
-			return -1;
-		__atomic_store_n(&real_dlclose, next, __ATOMIC_RELEASE);
-	}
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_TRACING && !hp_tls.busy)
 		hp_writer_modules_changed();
-	return next(handle);
 }

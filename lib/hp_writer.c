@@ -175,7 +175,7 @@ static void drain_locked(struct hp_thread *t, int *worked)
 
 static struct hp_thread *first_thread(void)
 {
-	/* Acquire: pairs with the release of the list lock by a new thread. */
+	/* Acquire: pairs with the release store of hp_threads in thread_create. */
 	return __atomic_load_n(&hp_threads, __ATOMIC_ACQUIRE);
 }
 
@@ -283,7 +283,7 @@ static void *writer_main(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_NAME, "hookprof-writer");
-	hp_tls.retired = 1; /* instrumented code called from here is not traced */
+	hp_tls.retired = HP_UNTRACED; /* instrumented code called from here is not ours to trace */
 	uint64_t next_housekeeping = hp_clock_ns() + FIRST_HOUSEKEEPING_NS;
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&writer_lock);

@@ -93,6 +93,9 @@ build nested_nopie gcc "${IF[@]}" -O1 -fno-pie -no-pie "$SRC/nested.c"
 build nested_pie gcc "${IF[@]}" -O1 -fPIE -pie "$SRC/nested.c"
 build nested_nopie_linked gcc "${IF[@]}" -O1 -fno-pie -no-pie "$SRC/nested.c" "${LINK[@]}"
 build nested_static gcc "${IF[@]}" -O1 "$SRC/nested.c" "$ARCHIVE" -pthread
+# Fully static: the archive must not clash with libc.a (no interposed exit).
+build nested_fullstatic gcc "${IF[@]}" -O1 -static "$SRC/nested.c" "$ARCHIVE" -pthread
+build forkexit gcc "${IF[@]}" -O1 "$SRC/forkexit.c"
 build recursion gcc "${IF[@]}" -O2 -pthread "$SRC/recursion.c"
 build recursion_linked gcc "${IF[@]}" -O0 -pthread "$SRC/recursion.c" "${LINK[@]}"
 build threads gcc "${IF[@]}" -O2 -pthread "$SRC/threads.c"
@@ -367,7 +370,7 @@ for bin in nested_O0 nested_O2 nested_pie nested_nopie; do
 		nested_checks "$bin $mode" "$bin"
 	done
 done
-for bin in nested_O0_linked nested_O2_linked nested_nopie_linked nested_static; do
+for bin in nested_O0_linked nested_O2_linked nested_nopie_linked nested_static nested_fullstatic; do
 	run linked "$bin" "$bin"
 	check_run "$bin linked" linked 0 "$NESTED_OUT"
 	nested_checks "$bin linked" "$bin"
@@ -744,6 +747,14 @@ check_run "$label" linked 143 "deepbind 168 dlclose 0"
 if report "$label (no --partial)" "$TRACE"; then
 	expect_calls "$label" plugin_linked.so plugin_run=2 plugin_helper=8
 	check_times "$label" flat
+fi
+
+# A child forked by an exit handler calls exit(): it ends (the parent's
+# being in exit() is not the child's), and the parent's trace is complete.
+run_guarded preload forkexit forkexit
+check_run "exit() in a child forked by an exit handler" preload 0 "forkexit child 2"
+if report "exit() in a child forked by an exit handler" "$TRACE"; then
+	expect_calls "exit() in a child forked by an exit handler" forkexit main=1 fe_work=1000
 fi
 
 # ---- settings -----------------------------------------------------------
