@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <time.h>
 
 #include "hp_format.h"
 #include "hp_runtime.h"
@@ -350,15 +349,7 @@ void hp_buffer_publish_self(void)
  * stopped by then, and the other threads only add themselves). */
 static int lock_threads(int in_signal)
 {
-	if (!in_signal)
-		return pthread_mutex_lock(&hp_threads_lock);
-	for (int i = 0; i < 100; i++) {
-		if (!pthread_mutex_trylock(&hp_threads_lock))
-			return 0;
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
-	}
-	return -1;
+	return hp_mutex_lock_bounded(&hp_threads_lock, in_signal, 100);
 }
 
 /* pos lies in chunk head: a thread that waits for a free chunk has pos at

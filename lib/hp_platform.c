@@ -98,3 +98,16 @@ void hp_warn(const char *fmt, ...)
 	(void)ignored;
 	errno = saved;
 }
+
+int hp_mutex_lock_bounded(pthread_mutex_t *m, int in_signal, int timeout_ms)
+{
+	if (!in_signal)
+		return pthread_mutex_lock(m);
+	for (int i = 0; i < timeout_ms; i++) {
+		if (!pthread_mutex_trylock(m))
+			return 0;
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	return -1;
+}

@@ -7,6 +7,7 @@
 #ifndef HP_PLATFORM_H
 #define HP_PLATFORM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -54,6 +55,11 @@ void *hp_pages_grow(void *p, size_t old_size, size_t new_size) HP_HIDDEN;
 /* futex(2) on a 32-bit word: wait while *word == expected, at most timeout_ms. */
 void hp_futex_wait(uint32_t *word, uint32_t expected, int timeout_ms) HP_HIDDEN;
 void hp_futex_wake(uint32_t *word) HP_HIDDEN;
+
+/* pthread_mutex_lock, but in a signal handler (in_signal) the holder may be
+ * the very code the signal interrupted: try for at most timeout_ms, then
+ * -1. */
+int hp_mutex_lock_bounded(pthread_mutex_t *m, int in_signal, int timeout_ms) HP_HIDDEN;
 
 /* One line on stderr, written with write(2) so the program's stdio is untouched. */
 void hp_warn(const char *fmt, ...) HP_HIDDEN __attribute__((format(printf, 1, 2)));

@@ -343,18 +343,6 @@ int hp_writer_stop(int in_signal)
 	return 0;
 }
 
-static int lock_writer(int in_signal)
-{
-	if (!in_signal)
-		return pthread_mutex_lock(&writer_lock);
-	for (int i = 0; i < SIGNAL_WAIT_MS; i++) {
-		if (!pthread_mutex_trylock(&writer_lock))
-			return 0;
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
-	}
-	return -1;
-}
 
 static void live_thread_name(const struct hp_thread *t, char *name, size_t len)
 {
@@ -418,7 +406,7 @@ static void end_record(void)
 
 int hp_writer_finish(int in_signal)
 {
-	if (lock_writer(in_signal) < 0)
+	if (hp_mutex_lock_bounded(&writer_lock, in_signal, SIGNAL_WAIT_MS) < 0)
 		return -1;
 	struct hp_thread *next;
 	for (struct hp_thread *t = first_thread(); t; t = next) {
