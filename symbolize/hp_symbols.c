@@ -69,10 +69,6 @@ struct hp_symbols {
 
 static const char unknown_module[] = "?";
 
-/* The absolute directories of libdwfl's default debuginfo_path
- * (":.debug:/usr/lib/debug", documented in libdwfl.h): the only ones it
- * searches by build-id. */
-static const char default_build_id_dirs[] = "/usr/lib/debug";
 
 static char *format_string(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *format_string(const char *fmt, ...)
@@ -265,7 +261,15 @@ static int report_modules(struct hp_symbols *s, const struct hp_module *modules)
  * placeholder gets it in a scratch session, away from the real address
  * space; the file found is then reported there at the recorded load bias.
  */
-static int find_elf_by_build_id(struct hp_symbols *s, const struct sym_module *m, char **path)
+/*
+ * The file with m's traced build-id, asked of libdwfl in a session of its
+ * own: the main file (.build-id/xx/yyyy under the debug directories, then
+ * debuginfod), else its separate debug file (.build-id/xx/yyyy.debug, the
+ * only thing Debian's -dbgsym packages and most symbol stores keep), which
+ * has the program headers, symbol table and DWARF that naming needs and so
+ * stands in for a main file that is gone.
+ */
+static int find_file_by_build_id(struct hp_symbols *s, const struct sym_module *m, char **path)
 {
 	Dwfl *scratch = dwfl_begin(&s->callbacks);
 	if (!scratch)
@@ -279,41 +283,10 @@ static int find_elf_by_build_id(struct hp_symbols *s, const struct sym_module *m
 		Elf *elf = NULL;
 		fd = dwfl_build_id_find_elf(mod, &userdata, m->name, 0, path, &elf);
 		elf_end(elf); /* report_file opens its own */
+		if (fd < 0)
+			fd = dwfl_build_id_find_debuginfo(mod, &userdata, m->name, 0, NULL, NULL, 0, path);
 	}
 	dwfl_end(scratch);
-	return fd;
-}
-
-/*
- * The separate debug file ".build-id/xx/yyyy.debug" under the same
- * directories, the only thing Debian's -dbgsym packages and most symbol
- * stores keep. It has the program headers, symbol table and DWARF of the
- * stripped file, all that naming needs, so it stands in for a main file
- * that is gone. Relative entries of the path name places next to the main
- * file, and there is none.
- */
-static int find_debug_file_by_build_id(const struct hp_symbols *s, const struct sym_module *m,
-				       char **path)
-{
-	char hex[2 * sizeof(m->build_id) + 1];
-	hex_string(m->build_id, m->build_id_len, hex);
-	char *dirs = strdup(s->debug_path ? s->debug_path : default_build_id_dirs);
-	char *next = NULL;
-	int fd = -1;
-	for (char *dir = dirs ? strtok_r(dirs, ":", &next) : NULL; dir && fd < 0;
-	     dir = strtok_r(NULL, ":", &next)) {
-		dir += strspn(dir, "+-"); /* checksum flags */
-		if (*dir != '/')
-			continue;
-		char *file = format_string("%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2);
-		int exists;
-		fd = file ? open_with_build_id(file, m->build_id, m->build_id_len, &exists) : -1;
-		if (fd >= 0)
-			*path = file;
-		else
-			free(file);
-	}
-	free(dirs);
 	return fd;
 }
 
@@ -335,9 +308,7 @@ static void locate_by_build_id(struct hp_symbols *s, struct sym_module *m)
 {
 	char *path = NULL;
 	m->pending = 0;
-	int fd = find_elf_by_build_id(s, m, &path);
-	if (fd < 0)
-		fd = find_debug_file_by_build_id(s, m, &path);
+	int fd = find_file_by_build_id(s, m, &path);
 	if (fd >= 0 && !path)
 		path = descriptor_path(fd);
 	if (fd >= 0 && path) {
