@@ -75,7 +75,8 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken) HP_HIDDEN;
  * The add is one instruction on x86-64 (xadd, not locked: only this thread
  * writes pos), so that a signal handler on this thread runs wholly before
  * or wholly after it and never takes the same slot. end is read first: a
- * slot below it is inside the chunk whatever a handler did after.
+ * slot in the chunk that ends there is ours to fill whatever a handler did
+ * after.
  */
 static inline struct hp_raw *hp_take_slot(struct hp_raw **end)
 {
@@ -113,7 +114,9 @@ static inline void hp_buffer_record(uint64_t addr)
 	 * inside this one, with later ticks). */
 	struct hp_raw *end;
 	struct hp_raw *e = hp_take_slot(&end);
-	if (unlikely(e >= end)) {
+	/* Inside the chunk that ends at end, not merely below end: a handler
+	 * may have wrapped the ring to a lower chunk in between. */
+	if (unlikely((uintptr_t)e - (uintptr_t)(end - HP_CHUNK_EVENTS) >= HP_CHUNK_BYTES)) {
 		hp_buffer_record_slow(addr, e);
 		return;
 	}
