@@ -255,19 +255,15 @@ static int report_modules(struct hp_symbols *s, const struct hp_module *modules)
 }
 
 /*
- * libdwfl's own search for an ELF file by build-id: ".build-id/xx/yyyy"
- * under the absolute directories of the debug path, then debuginfod if the
- * user has set DEBUGINFOD_URLS. It reads the build-id from a module, so a
- * placeholder gets it in a scratch session, away from the real address
- * space; the file found is then reported there at the recorded load bias.
- */
-/*
- * The file with m's traced build-id, asked of libdwfl in a session of its
- * own: the main file (.build-id/xx/yyyy under the debug directories, then
- * debuginfod), else its separate debug file (.build-id/xx/yyyy.debug, the
- * only thing Debian's -dbgsym packages and most symbol stores keep), which
- * has the program headers, symbol table and DWARF that naming needs and so
- * stands in for a main file that is gone.
+ * The file with m's traced build-id, asked of libdwfl: the main file
+ * (.build-id/xx/yyyy under the debug directories, then debuginfod if the
+ * user has set DEBUGINFOD_URLS), else its separate debug file
+ * (.build-id/xx/yyyy.debug, the only thing Debian's -dbgsym packages and
+ * most symbol stores keep), which has the program headers, symbol table and
+ * DWARF that naming needs and so stands in for a main file that is gone.
+ * libdwfl reads the build-id from a module, so a placeholder carries it in
+ * a scratch session, away from the real address space; the file found is
+ * then reported there at the recorded load bias.
  */
 static int find_file_by_build_id(struct hp_symbols *s, const struct sym_module *m, char **path)
 {
