@@ -192,14 +192,6 @@ static void next_chunk(struct hp_thread *t)
 	use_chunk(t);
 }
 
-/* Stores one event in a slot taken from pos: as the hook does (hp_buffer.h). */
-static void fill(struct hp_raw *e, uint64_t addr, uint64_t tick)
-{
-	e->addr = addr;
-	/* Release: the address before the tick (hp_buffer_snapshot_partial). */
-	__atomic_store_n(&e->tick, tick, __ATOMIC_RELEASE);
-}
-
 static int in_chunk_seq(const struct hp_thread *t, uint32_t seq, const struct hp_raw *e)
 {
 	const struct hp_raw *start = chunk_base(t, seq);
@@ -299,7 +291,7 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	}
 	struct hp_thread *t = hp_tls.thread;
 	if (t && (in_chunk(t, taken) || (!hp_tick_is_tsc && in_chunk_just_published(t, taken)))) {
-		fill(taken, addr, tick);
+		hp_raw_fill(taken, addr, tick);
 		return;
 	}
 	int saved_errno = errno;
@@ -328,7 +320,7 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	}
 	struct hp_raw *e = t && in_chunk(t, taken) ? taken : take_slot_slow(t);
 	if (e)
-		fill(e, addr, tick);
+		hp_raw_fill(e, addr, tick);
 	hp_tls.busy = 0;
 	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
 	errno = saved_errno;

@@ -29,7 +29,7 @@
 
 struct hp_tls {
 	struct hp_raw *pos; /* next free slot */
-	struct hp_raw *end; /* pos >= end sends the hook to the slow path */
+	struct hp_raw *end; /* a slot outside the chunk ending here: slow path */
 	struct hp_thread *thread;
 	uint32_t busy;    /* in hookprof's own slow path: nested events are dropped */
 	uint32_t retired; /* HP_RETIRED or HP_UNTRACED: later events are dropped */
@@ -99,9 +99,19 @@ static inline struct hp_raw *hp_take_slot(struct hp_raw **end)
 #endif
 }
 
+/* Stores one event in a slot taken from pos (the hook, and the slow path). */
+static inline void hp_raw_fill(struct hp_raw *e, uint64_t addr, uint64_t tick)
+{
+	e->addr = addr;
+	/* Release: the address is stored before the tick, so that a final
+	 * flush on another thread that finds a fresh tick in the newest slot
+	 * finds the address too (hp_buffer_snapshot_partial). */
+	__atomic_store_n(&e->tick, tick, __ATOMIC_RELEASE);
+}
+
 /*
  * The per-event path: take a slot, store 16 bytes in it; or the slow path
- * when the slot is past the chunk's end (the slow path gets the slot: with
+ * when the slot is outside the chunk (the slow path gets the slot: with
  * end NULL, when the clock is not the TSC, every event goes there, and a
  * slot inside the chunk is still good). This one has no call to save
  * registers for.
@@ -120,11 +130,7 @@ static inline void hp_buffer_record(uint64_t addr)
 		hp_buffer_record_slow(addr, e);
 		return;
 	}
-	e->addr = addr;
-	/* Release: the address is stored before the tick, so that a final
-	 * flush on another thread that finds a fresh tick in the newest slot
-	 * finds the address too (hp_buffer_snapshot_partial). */
-	__atomic_store_n(&e->tick, tick, __ATOMIC_RELEASE);
+	hp_raw_fill(e, addr, tick);
 }
 
 extern struct hp_thread *hp_threads HP_HIDDEN;
