@@ -110,19 +110,24 @@ static void keep_descriptor(int fd)
 	}
 }
 
+static int is_trace_file(int fd, struct stat *st)
+{
+	return fstat(fd, st) == 0 && st->st_dev == out_dev && st->st_ino == out_ino;
+}
+
 /* Our descriptor, reopened if the program closed it or took its number;
  * -1 (errno set) if the file itself is gone. */
 static int trace_descriptor(void)
 {
 	struct stat st;
-	if (out_fd >= 0 && fstat(out_fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino)
+	if (out_fd >= 0 && is_trace_file(out_fd, &st))
 		return st.st_nlink ? out_fd : (errno = ENOENT, -1);
 	/* Not ours any more: the number is the program's now, left alone. */
 	out_fd = -1;
 	int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) || st.st_dev != out_dev || st.st_ino != out_ino) {
+	if (!is_trace_file(fd, &st)) {
 		close(fd); /* another file under our name */
 		errno = ENOENT;
 		return -1;

@@ -99,6 +99,16 @@ void hp_warn(const char *fmt, ...)
 	errno = saved;
 }
 
+int hp_futex_wait_while(uint32_t *word, uint32_t value, int limit_ms)
+{
+	for (int waited = 0; __atomic_load_n(word, __ATOMIC_ACQUIRE) == value; waited += 100) {
+		if (limit_ms >= 0 && waited >= limit_ms)
+			return -1;
+		hp_futex_wait(word, value, 100);
+	}
+	return 0;
+}
+
 int hp_mutex_lock_bounded(pthread_mutex_t *m, int in_signal, int timeout_ms)
 {
 	if (!in_signal)

@@ -54,6 +54,9 @@ void *hp_pages_grow(void *p, size_t old_size, size_t new_size) HP_HIDDEN;
 
 /* futex(2) on a 32-bit word: wait while *word == expected, at most timeout_ms. */
 void hp_futex_wait(uint32_t *word, uint32_t expected, int timeout_ms) HP_HIDDEN;
+/* Waits until *word is no longer `value` (acquire): 0, or -1 once limit_ms
+ * have passed (limit_ms < 0: no limit). */
+int hp_futex_wait_while(uint32_t *word, uint32_t value, int limit_ms) HP_HIDDEN;
 void hp_futex_wake(uint32_t *word) HP_HIDDEN;
 
 /* pthread_mutex_lock, but in a signal handler (in_signal) the holder may be

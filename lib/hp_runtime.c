@@ -108,12 +108,8 @@ static void process_record(void)
  * during exit): returning now would let the process end under it. */
 static void wait_until_finished(int in_signal)
 {
-	int limit = in_signal ? FINISH_WAIT_SIGNAL_MS : FINISH_WAIT_MS;
-	for (int waited = 0; waited < limit; waited += 100) {
-		if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_FINISHING)
-			return;
-		hp_futex_wait((uint32_t *)&state, STATE_FINISHING, 100);
-	}
+	hp_futex_wait_while((uint32_t *)&state, STATE_FINISHING,
+			    in_signal ? FINISH_WAIT_SIGNAL_MS : FINISH_WAIT_MS);
 }
 
 static void finish(int in_signal)
@@ -196,7 +192,7 @@ static void runtime_init(void)
 	if (hp_config_read(&config, getenv, err, sizeof(err)))
 		hp_warn("%s", err);
 	hp_platform_init(config.force_monotonic);
-	snprintf(err, sizeof(err), "no memory for hookprof's buffers");
+	snprintf(err, sizeof(err), "cannot set up hookprof's buffers");
 	if (hp_buffer_init(&config) || hp_writer_init() ||
 	    hp_output_create(config.output, program_invocation_short_name, getpid(), err, sizeof(err))) {
 		hp_warn("%s; this run is not traced", err);

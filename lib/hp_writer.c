@@ -179,23 +179,28 @@ static struct hp_thread *first_thread(void)
 	return __atomic_load_n(&hp_threads, __ATOMIC_ACQUIRE);
 }
 
+/* Under writer_lock. After the final flush nothing more is written. */
+static void drain_unless_finished(struct hp_thread *t)
+{
+	int worked = 0;
+	if (!hp_buffer_finished())
+		drain_locked(t, &worked);
+}
+
 void hp_writer_retire_and_drain(void)
 {
 	struct hp_thread *t = hp_tls.thread;
-	int worked = 0;
 	pthread_mutex_lock(&writer_lock);
 	hp_buffer_retire_self(0);
-	if (t && !hp_buffer_finished())
-		drain_locked(t, &worked);
+	if (t)
+		drain_unless_finished(t);
 	pthread_mutex_unlock(&writer_lock);
 }
 
 void hp_writer_drain(struct hp_thread *t)
 {
-	int worked = 0;
 	pthread_mutex_lock(&writer_lock);
-	if (!hp_buffer_finished())
-		drain_locked(t, &worked);
+	drain_unless_finished(t);
 	pthread_mutex_unlock(&writer_lock);
 }
 
@@ -334,11 +339,8 @@ int hp_writer_stop(int in_signal)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&wake_seq, 1, __ATOMIC_RELAXED);
 	hp_futex_wake(&wake_seq);
-	for (int waited = 0; !__atomic_load_n(&done, __ATOMIC_ACQUIRE); waited += 100) {
-		if (in_signal && waited >= SIGNAL_WAIT_MS)
-			return -1;
-		hp_futex_wait(&done, 0, 100);
-	}
+	if (hp_futex_wait_while(&done, 0, in_signal ? SIGNAL_WAIT_MS : -1))
+		return -1;
 	__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
 	return 0;
 }
