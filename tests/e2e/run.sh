@@ -1081,4 +1081,13 @@ bad_input "a directory" "$BAD"
 bad_input "a good trace then a missing one" "$BAD/missing.hookprof" "$GOOD" "$BAD/missing.hookprof"
 bad_input "a good trace then a cut one" "$BAD/half.hookprof" "$GOOD" "$BAD/half.hookprof"
 
+# ---- more sections --------------------------------------------------------
+# Each tests/e2e/sections/NN-name.sh is one more group of checks, sourced in
+# order: it uses build, run, check, report, expect_calls and the rest above.
+for section in "$ROOT"/tests/e2e/sections/*.sh; do
+	[ -e "$section" ] || continue
+	# shellcheck source=/dev/null
+	. "$section"
+done
+
 finish
