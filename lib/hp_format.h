@@ -41,6 +41,13 @@ enum hp_clock_source {
 	HP_CLOCK_MONOTONIC = 2, /* clock_gettime(CLOCK_MONOTONIC_RAW) in ns */
 };
 
+/* Flags of CRASH and STACK records (1.1). */
+enum hp_stack_flags {
+	HP_STACK_TRUNCATED = 1, /* more frames than the record holds */
+	HP_STACK_NO_ROOT = 2,   /* STACK: the first event's frame was not found;
+				   the frames start inside hookprof */
+};
+
 /* Stream id of LOST records that belong to no thread. */
 #define HP_STREAM_NONE 0xffffffffu
 

@@ -64,7 +64,7 @@ static uint64_t ip_of(unw_cursor_t *c)
 	return (uint64_t)ip;
 }
 
-/* Frames from the cursor's up to max; sets HP_UNWIND_TRUNCATED if more. */
+/* Frames from the cursor's up to max; sets HP_STACK_TRUNCATED if more. */
 static uint32_t walk(unw_cursor_t *c, uint64_t *pc, uint32_t max, uint32_t *flags)
 {
 	uint32_t n = 0;
@@ -73,7 +73,7 @@ static uint32_t walk(unw_cursor_t *c, uint64_t *pc, uint32_t max, uint32_t *flag
 		if (!ip)
 			break;
 		if (n == max) {
-			*flags |= HP_UNWIND_TRUNCATED;
+			*flags |= HP_STACK_TRUNCATED;
 			break;
 		}
 		pc[n++] = ip;
@@ -105,7 +105,7 @@ __attribute__((noinline)) void hp_unwind_root(struct hp_unwind_stack *s, uint64_
 	if (skip_to_function(&c, first_func & ~HP_RAW_EXIT)) {
 		/* Not found (an odd compiler, a function without unwind
 		 * information): the whole stack, ours included, says as much. */
-		s->flags |= HP_UNWIND_NO_ROOT;
+		s->flags |= HP_STACK_NO_ROOT;
 		if (unw_init_local(&c, &uc))
 			return;
 	}

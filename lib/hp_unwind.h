@@ -24,16 +24,9 @@
 #define HP_ROOT_FRAMES 32
 #define HP_CRASH_FRAMES 256
 
-/* HP_REC_STACK and HP_REC_CRASH flags (docs/format.md). */
-enum {
-	HP_UNWIND_TRUNCATED = 1, /* more frames than the record holds */
-	HP_UNWIND_NO_ROOT = 2,   /* STACK: the first instrumented frame was not
-				    found; frames start at the hook */
-};
-
 struct hp_unwind_stack {
 	uint32_t n;
-	uint32_t flags;
+	uint32_t flags; /* enum hp_stack_flags */
 	uint64_t pc[HP_ROOT_FRAMES];
 };
 
