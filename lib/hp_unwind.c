@@ -81,17 +81,36 @@ static uint32_t walk(unw_cursor_t *c, uint64_t *pc, uint32_t max, uint32_t *flag
 	return n;
 }
 
+/* Frames of ours below the first instrumented one (this file's, the slow
+ * path, the hook): the same for every thread, since every first event
+ * comes the same way. Found once with unw_get_proc_info, which costs a
+ * dl_iterate_phdr per frame; later threads step over them by count. */
+static int own_frames = -1;
+
 /* Steps past our own frames to the one of first_func; 0 if found. */
-static int skip_to_function(unw_cursor_t *c, uint64_t first_func)
+static int find_function(unw_cursor_t *c, uint64_t first_func)
 {
 	for (int i = 0; i < OWN_FRAMES_MAX; i++) {
 		unw_proc_info_t pi;
-		if (unw_get_proc_info(c, &pi) == 0 && pi.start_ip == first_func)
+		if (unw_get_proc_info(c, &pi) == 0 && pi.start_ip == first_func) {
+			__atomic_store_n(&own_frames, i, __ATOMIC_RELAXED);
 			return 0;
+		}
 		if (unw_step(c) <= 0)
 			return -1;
 	}
 	return -1;
+}
+
+static int skip_to_function(unw_cursor_t *c, uint64_t first_func)
+{
+	int n = __atomic_load_n(&own_frames, __ATOMIC_RELAXED);
+	if (n < 0)
+		return find_function(c, first_func);
+	for (int i = 0; i < n; i++)
+		if (unw_step(c) <= 0)
+			return -1;
+	return 0;
 }
 
 __attribute__((noinline)) void hp_unwind_root(struct hp_unwind_stack *s, uint64_t first_func)
