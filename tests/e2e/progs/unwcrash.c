@@ -1,7 +1,9 @@
 /* unwcrash.c - ends by a fatal signal inside code built without hooks
  * (unwleaf.c): "segv" faults in leaf_segv, "abort" calls abort() from
- * leaf_abort, both from main -> cr_outer -> cr_inner; "overflow" recurses
- * in cr_recurse until the stack runs out; "thread" runs cr_thread (which
+ * leaf_abort, "smash" overwrites leaf_smash's stack with 0x41 bytes and
+ * faults, all from main -> cr_outer -> cr_inner; "tsegv" does what "segv"
+ * does in a thread (cr_crasher -> cr_outer -> ...); "overflow" recurses in
+ * cr_recurse until the stack runs out; "thread" runs cr_thread (which
  * calls cr_work 3 times) in a thread and exits 0. */
 #include <pthread.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 
 void leaf_segv(void);
 void leaf_abort(void);
+void leaf_smash(void);
 
 volatile int sink;
 
@@ -16,6 +19,8 @@ __attribute__((noinline)) void cr_inner(const char *how)
 {
 	if (!strcmp(how, "segv"))
 		leaf_segv();
+	else if (!strcmp(how, "smash"))
+		leaf_smash();
 	else
 		leaf_abort();
 	sink++;
@@ -47,6 +52,12 @@ __attribute__((noinline)) void *cr_thread(void *arg)
 	return NULL;
 }
 
+__attribute__((noinline)) void *cr_crasher(void *arg)
+{
+	cr_outer(arg);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *how = argc > 1 ? argv[1] : "segv";
@@ -57,6 +68,12 @@ int main(int argc, char **argv)
 	if (!strcmp(how, "thread")) {
 		pthread_t th;
 		pthread_create(&th, NULL, cr_thread, NULL);
+		pthread_join(th, NULL);
+		return 0;
+	}
+	if (!strcmp(how, "tsegv")) {
+		pthread_t th;
+		pthread_create(&th, NULL, cr_crasher, "segv");
 		pthread_join(th, NULL);
 		return 0;
 	}

@@ -2,7 +2,7 @@
 # with libunwind (CRASH and STACK records), as `hookprof info` and
 # `hookprof report` show them. Sourced by tests/e2e/run.sh.
 
-build unwleaf.o gcc -g -O1 -c "$SRC/unwleaf.c"
+build unwleaf.o gcc -g -O1 -fno-stack-protector -c "$SRC/unwleaf.c"
 build unwcrash gcc "${IF[@]}" -O1 -pthread "$SRC/unwcrash.c" "$B/unwleaf.o"
 build unwcrash_linked gcc "${IF[@]}" -O0 -pthread "$SRC/unwcrash.c" "$B/unwleaf.o" "${LINK[@]}"
 
@@ -66,6 +66,35 @@ check "unwind: abort(): frames in libc.so.6 are named" "$n frames in libc" [ "$n
 run record unw-abort-record unwcrash abort
 check_run "unwind: abort(), record" record 134 "unwcrash abort"
 unw_crash_checks "unwind: abort(), record" unwcrash "crash: SIGABRT (signal 6, code -6)" leaf_abort
+
+# In ring mode too (no writer thread: the flush at the signal writes all).
+run_env unw-segv-ring unwcrash HOOKPROF_MODE=ring -- segv
+check_run "unwind: SIGSEGV, HOOKPROF_MODE=ring" preload 139 "unwcrash segv"
+unw_crash_checks "unwind: SIGSEGV, HOOKPROF_MODE=ring" unwcrash \
+	"crash: SIGSEGV (signal 11, code 1, address 0x0)" leaf_segv
+
+# A crash in a thread: its stream, and a backtrace down to start_thread.
+run preload unw-tsegv unwcrash tsegv
+check_run "unwind: SIGSEGV in a thread" preload 139 "unwcrash tsegv"
+if info_of "unwind: SIGSEGV in a thread"; then
+	line_is "unwind: SIGSEGV in a thread" "$DIR/info" "crash: SIGSEGV (signal 11, code 1, address 0x0)"
+	line_is "unwind: SIGSEGV in a thread" "$DIR/info" "thread: stream 1 tid $(awk '$1 == "stream" && $2 == 1 { print $4 }' "$DIR/info") unwcrash"
+	got=$(frames "$DIR/info")
+	check "unwind: SIGSEGV in a thread: backtrace leaf_segv ... cr_crasher start_thread" "frames: $got" \
+		eval '[[ "$got" == "leaf_segv cr_inner cr_outer cr_crasher start_thread "*clone3* ]]'
+	line_is "unwind: SIGSEGV in a thread" "$DIR/info" "not returned (instrumented frames open at the crash, outermost first): cr_crasher > cr_outer > cr_inner"
+fi
+
+# A smashed stack: the unwinder stops at the garbage return address; the
+# handler survives it and the trace is complete.
+run preload unw-smash unwcrash smash
+check_run "unwind: smashed stack" preload 139 "unwcrash smash"
+if info_of "unwind: smashed stack"; then
+	line_is "unwind: smashed stack" "$DIR/info" "complete: yes"
+	got=$(frames "$DIR/info")
+	check "unwind: smashed stack: frame 0 is leaf_smash" "frames: $got" eval '[[ "$got" == "leaf_smash "* ]]'
+	line_is "unwind: smashed stack" "$DIR/info" "not returned (instrumented frames open at the crash, outermost first): main > cr_outer > cr_inner"
+fi
 
 # A stack overflow: the handler runs on hookprof's alternate stack and
 # unwinds the overflowed one, keeping its first 256 frames.
