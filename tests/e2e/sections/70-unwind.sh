@@ -121,3 +121,19 @@ if info_of "unwind: root stacks"; then
 	check "unwind: no crash in a run that exits" "$n crash lines" [ "$n" = 0 ]
 	report "unwind: root stacks" "$TRACE" && expect_calls "unwind: root stacks" unwcrash main=1 cr_thread=1 cr_work=3
 fi
+
+# libhookprof.a needs libunwind: hookprof.pc's Libs.private names it, so
+# the README's pkg-config line with --static links a fully static program
+# whose crash still gets its backtrace. ($P: the install of the main checks.)
+if [ -f "${P:-}/lib/pkgconfig/hookprof.pc" ]; then
+	if flags=$(PKG_CONFIG_PATH=$P/lib/pkgconfig pkg-config --static --cflags --libs hookprof 2>"$T/pc.err") &&
+		# shellcheck disable=SC2086 # the flags are words
+		build unwcrash_static gcc "${IF[@]}" -O1 -static "$SRC/unwcrash.c" "$B/unwleaf.o" $flags; then
+		run linked unw-static unwcrash_static segv
+		check_run "unwind: -static with pkg-config --static" linked 139 "unwcrash segv"
+		unw_crash_checks "unwind: -static with pkg-config --static" unwcrash_static \
+			"crash: SIGSEGV (signal 11, code 1, address 0x0)" leaf_segv
+	else
+		nok "unwind: pkg-config --static --libs hookprof links a -static program" "$(cat "$T/pc.err" 2>/dev/null)"
+	fi
+fi
