@@ -17,6 +17,9 @@ VERSION := 0.1.0
 HP_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -pthread -MMD -MP -fno-instrument-functions
 LIB_CFLAGS := $(HP_CFLAGS) -fPIC -fvisibility=hidden
 SYM_LIBS := -ldw -lelf -lstdc++
+# Crash backtraces and thread root stacks (lib/hp_unwind.c); users of
+# libhookprof.a link it too (hookprof.pc's Libs.private).
+UNWIND_LIBS := -lunwind
 
 LIB_SRC := $(wildcard lib/*.c) $(wildcard hooks/*.c)
 SYM_SRC := $(wildcard symbolize/*.c)
@@ -42,7 +45,7 @@ $(BUILD)/%.o: %.c
 # -z nodelete: dlclose of an object that pulled us in must not unmap the
 # signal handlers and the thread-exit destructor we installed.
 $(BUILD)/libhookprof.so: $(LIB_OBJ)
-	$(CC) $(CFLAGS) -shared -pthread -Wl,-soname,libhookprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^
+	$(CC) $(CFLAGS) -shared -pthread -Wl,-soname,libhookprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(UNWIND_LIBS)
 
 $(BUILD)/libhookprof.a: $(ARCHIVE_OBJ)
 	rm -f $@
@@ -52,7 +55,7 @@ $(BUILD)/hookprof: $(SYM_OBJ) $(BUILD)/lib/hp_config.o
 	$(CC) $(CFLAGS) -pthread -o $@ $(SYM_OBJ) $(BUILD)/lib/hp_config.o $(SYM_LIBS)
 
 $(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a
-	$(CC) $(CFLAGS) -pthread -o $@ $< $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a $(SYM_LIBS) -lcheck -lsubunit -lm -lrt
+	$(CC) $(CFLAGS) -pthread -o $@ $< $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a $(UNWIND_LIBS) $(SYM_LIBS) -lcheck -lsubunit -lm -lrt
 
 deps:
 	@scripts/deps.sh

@@ -12,6 +12,7 @@
 
 #include "hp_format.h"
 #include "hp_runtime.h"
+#include "hp_unwind.h"
 #include "hp_writer.h"
 
 __thread struct hp_tls hp_tls __attribute__((tls_model("initial-exec")));
@@ -88,7 +89,7 @@ static void drop_signal_stack(struct hp_thread *t)
 		sigaltstack(&off, NULL);
 }
 
-static struct hp_thread *thread_create(void)
+static struct hp_thread *thread_create(uint64_t first_func)
 {
 	size_t events_bytes = buffer_chunks * HP_CHUNK_BYTES;
 	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) +
@@ -108,6 +109,7 @@ static struct hp_thread *thread_create(void)
 	t->tid = hp_gettid();
 	t->stream = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
 	prctl(PR_GET_NAME, t->name);
+	hp_unwind_root(&t->root, first_func);
 	pthread_mutex_lock(&hp_threads_lock);
 	t->next = hp_threads;
 	/* Release: the writer walks the list without the lock; t's fields are
@@ -304,7 +306,7 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 		if (hp_tls.pos >= chunk_end(t))
 			switch_chunk(t);
 	} else if (hp_runtime_ready()) {
-		t = thread_create();
+		t = thread_create(addr);
 		/* The tick was read before start-up chose the clock. */
 		tick = hp_tick();
 		if (t) {

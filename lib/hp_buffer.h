@@ -23,6 +23,7 @@
 #include "hp_config.h"
 #include "hp_encode.h"
 #include "hp_platform.h"
+#include "hp_unwind.h"
 
 #define HP_CHUNK_BYTES (64u << 10)
 #define HP_CHUNK_EVENTS (HP_CHUNK_BYTES / sizeof(struct hp_raw))
@@ -62,6 +63,7 @@ struct hp_thread {
 	uint64_t lost_reentry;   /* events raised inside hookprof's slow path */
 	char name[16];
 	void *signal_stack;      /* ours, if we installed one for the owner */
+	struct hp_unwind_stack root; /* callers of its first instrumented frame */
 	/* Consumer's state, under the writer's lock. */
 	struct hp_enc_stream enc;
 	uint32_t next_seq;       /* chunk expected next; another means a gap */

@@ -17,7 +17,7 @@
 #define HP_MAGIC "HOOKPROF"
 #define HP_MAGIC_LEN 8
 #define HP_VERSION_MAJOR 1
-#define HP_VERSION_MINOR 0
+#define HP_VERSION_MINOR 1
 #define HP_BYTE_ORDER_MARK 0x01020304u
 #define HP_FILE_HEADER_SIZE 32
 #define HP_RECORD_HEADER_SIZE 8
@@ -32,11 +32,20 @@ enum hp_record_type {
 	HP_REC_EVENTS = 5,  /* encoded events of one stream */
 	HP_REC_LOST = 6,    /* events of one stream that were not recorded */
 	HP_REC_END = 7,     /* totals; its absence marks an incomplete trace */
+	HP_REC_CRASH = 9,   /* (1.1) the fatal signal and the crashing thread's stack */
+	HP_REC_STACK = 10,  /* (1.1) a stream's callers above its first instrumented frame */
 };
 
 enum hp_clock_source {
 	HP_CLOCK_TSC = 1,       /* x86-64 rdtsc, invariant */
 	HP_CLOCK_MONOTONIC = 2, /* clock_gettime(CLOCK_MONOTONIC_RAW) in ns */
+};
+
+/* Flags of CRASH and STACK records (1.1). */
+enum hp_stack_flags {
+	HP_STACK_TRUNCATED = 1, /* more frames than the record holds */
+	HP_STACK_NO_ROOT = 2,   /* STACK: the first event's frame was not found;
+				   the frames start inside hookprof */
 };
 
 /* Stream id of LOST records that belong to no thread. */

@@ -23,6 +23,7 @@
 #include "hp_format.h"
 #include "hp_modules.h"
 #include "hp_output.h"
+#include "hp_unwind.h"
 #include "hp_writer.h"
 
 enum { STATE_NEW, STATE_TRACING, STATE_OFF, STATE_FINISHING, STATE_FINISHED };
@@ -137,9 +138,10 @@ static void finish(int in_signal)
 	hp_futex_wake((uint32_t *)&state);
 }
 
-static void on_fatal_signal(int sig)
+static void on_fatal_signal(int sig, siginfo_t *info, void *ucontext)
 {
 	int saved = errno;
+	hp_unwind_crash(sig, info, ucontext);
 	finish(1);
 	/* Back to the default action: the signal, blocked while we run, is
 	 * delivered again when we return and ends the process as it would have. */
@@ -157,8 +159,8 @@ static void install_signal_handlers(void)
 		    (old.sa_flags & SA_SIGINFO))
 			continue;
 		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_fatal_signal;
-		sa.sa_flags = SA_ONSTACK;
+		sa.sa_sigaction = on_fatal_signal;
+		sa.sa_flags = SA_ONSTACK | SA_SIGINFO; /* the context, for the backtrace */
 		sigfillset(&sa.sa_mask);
 		sigaction(fatal_signals[i], &sa, NULL);
 	}
@@ -192,6 +194,7 @@ static void runtime_init(void)
 	if (hp_config_read(&config, getenv, err, sizeof(err)))
 		hp_warn("%s", err);
 	hp_platform_init(config.force_monotonic);
+	hp_unwind_init();
 	snprintf(err, sizeof(err), "cannot set up hookprof's buffers");
 	if (hp_buffer_init(&config) || hp_writer_init() ||
 	    hp_output_create(config.output, program_invocation_short_name, getpid(), err, sizeof(err))) {

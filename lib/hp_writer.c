@@ -17,6 +17,7 @@
 #include "hp_modules.h"
 #include "hp_output.h"
 #include "hp_runtime.h"
+#include "hp_unwind.h"
 
 #define IDLE_WAIT_MS 50
 #define HOUSEKEEPING_NS 1000000000ull
@@ -95,6 +96,7 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 		return;
 	if (!t->announced) {
 		thread_record(t, t->name);
+		hp_unwind_write_stack(t->stream, &t->root);
 		t->announced = 1;
 		streams_written++;
 	}
@@ -424,6 +426,7 @@ int hp_writer_finish(int in_signal)
 	if (!in_signal)
 		hp_modules_write(0); /* dl_iterate_phdr takes the loader lock */
 	hp_writer_clock_record();
+	hp_unwind_write_crash();
 	end_record();
 	int rc = hp_output_flush();
 	/* Before the lock goes: an owner blocked on it in hp_writer_drain must

@@ -7,6 +7,11 @@ have_header() { printf '#include <%s>\n' "$1" | cc -E -x c - >/dev/null 2>&1; }
 have_header elfutils/libdwfl.h || need="$need libdw-dev libelf-dev"
 have_header check.h || need="$need check"
 have_header libunwind.h || need="$need libunwind-dev"
+# libc's local symbols (start_thread, __libc_start_call_main) for the
+# crash backtraces and root stacks the e2e tests name.
+if command -v dpkg-query >/dev/null 2>&1; then
+	dpkg-query -W -f='${Status}' libc6-dbg 2>/dev/null | grep -q 'ok installed' || need="$need libc6-dbg"
+fi
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v g++ >/dev/null 2>&1 || need="$need g++"
 command -v clang >/dev/null 2>&1 || need="$need clang"

@@ -97,6 +97,22 @@ static int fail_in(const char *path, char *err, size_t errlen)
 	return -1;
 }
 
+/* Before the profile closes them: the frames the crash left open. */
+static int keep_crash_open_frames(struct hp_analysis *a)
+{
+	uint32_t stream = a->info.crash.stream;
+	if (!a->info.crash.present || stream >= a->prof.nstreams)
+		return 0;
+	const struct hp_pstream *s = &a->prof.streams[stream];
+	a->crash_open = malloc((s->depth ? s->depth : 1) * sizeof(*a->crash_open));
+	if (!a->crash_open)
+		return -1;
+	for (size_t i = 0; i < s->depth; i++)
+		a->crash_open[i] = a->funcs.addr[s->frames[i].func];
+	a->ncrash_open = s->depth;
+	return 0;
+}
+
 static int finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
 {
 	if (!a->info.has_end && !(flags & HP_ANALYZE_ALLOW_PARTIAL)) {
@@ -112,6 +128,10 @@ static int finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
 	}
 	if (hp_trace_timebase(&a->info, &a->tb)) {
 		snprintf(err, errlen, "no clock calibration in the trace (the run ended before it could be written)");
+		return -1;
+	}
+	if (keep_crash_open_frames(a)) {
+		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	hp_profile_finish(&a->prof);
@@ -151,4 +171,7 @@ void hp_analysis_free(struct hp_analysis *a)
 	hp_trace_info_free(&a->info);
 	hp_funcs_free(&a->funcs);
 	hp_profile_free(&a->prof);
+	free(a->crash_open);
+	a->crash_open = NULL;
+	a->ncrash_open = 0;
 }

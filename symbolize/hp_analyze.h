@@ -19,6 +19,10 @@ struct hp_analysis {
 	uint64_t events;       /* decoded */
 	uint64_t orphan_exits; /* exits of frames entered before tracing began */
 	int partial;           /* no END record: the run was cut short */
+	/* With a CRASH record: the functions of the crashing stream's frames
+	 * still open at its end (they never returned), outermost first. */
+	uint64_t *crash_open;
+	size_t ncrash_open;
 };
 
 /* Called for each decoded record, for tools that want the events themselves. */

@@ -340,6 +340,50 @@ static int parse_end(struct hp_trace_info *info, struct cursor *c)
 	return 0;
 }
 
+/* count u32 then count u64 addresses, filling the rest of the record. */
+static int take_frames(struct cursor *c, struct hp_stack *st, uint32_t max)
+{
+	uint32_t n = take32(c);
+	if (c->bad || n > max || (size_t)(c->end - c->p) != (size_t)n * 8)
+		return -1;
+	uint64_t *pc = malloc((n ? n : 1) * sizeof(*pc));
+	if (!pc)
+		return -1;
+	for (uint32_t i = 0; i < n; i++)
+		pc[i] = take64(c);
+	free(st->pc);
+	st->pc = pc;
+	st->n = n;
+	return 0;
+}
+
+static int parse_stack(struct hp_trace_info *info, struct cursor *c)
+{
+	uint32_t stream = take32(c), flags = take32(c);
+	struct hp_stream_info *s = c->bad ? NULL : hp_trace_stream(info, stream);
+	if (!s || take_frames(c, &s->root, HP_STACK_FRAMES_MAX))
+		return -1;
+	s->root.flags = flags;
+	return 0;
+}
+
+static int parse_crash(struct hp_trace_info *info, struct cursor *c)
+{
+	struct hp_crash *k = &info->crash;
+	k->stream = take32(c);
+	k->tid = take32(c);
+	k->signal = take32(c);
+	k->code = (int32_t)take32(c);
+	k->addr = take64(c);
+	k->unwind_ns = take64(c);
+	uint32_t flags = take32(c);
+	if (take_frames(c, &k->stack, HP_STACK_FRAMES_MAX))
+		return -1;
+	k->stack.flags = flags;
+	k->present = 1;
+	return 0;
+}
+
 int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *payload,
 		      uint32_t size, char *err, size_t errlen)
 {
@@ -352,6 +396,8 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 	case HP_REC_THREAD: rc = parse_thread(info, &c); break;
 	case HP_REC_LOST: rc = parse_lost(info, &c); break;
 	case HP_REC_END: rc = parse_end(info, &c); break;
+	case HP_REC_CRASH: rc = parse_crash(info, &c); break;
+	case HP_REC_STACK: rc = parse_stack(info, &c); break;
 	default: return 0; /* EVENTS are the decoder's; unknown types are skipped */
 	}
 	if (rc || c.bad) {
@@ -372,7 +418,10 @@ void hp_trace_info_free(struct hp_trace_info *info)
 		free(info->modules[i].seg);
 	}
 	free(info->modules);
+	for (size_t i = 0; i < info->nstreams; i++)
+		free(info->streams[i].root.pc);
 	free(info->streams);
+	free(info->crash.stack.pc);
 	memset(info, 0, sizeof(*info));
 }
 

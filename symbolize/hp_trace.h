@@ -25,6 +25,25 @@ struct hp_module {
 	struct hp_segment *seg;
 };
 
+/* Raw addresses taken with libunwind (CRASH and STACK records). */
+struct hp_stack {
+	uint64_t *pc; /* frame 0 first; later frames are return addresses */
+	uint32_t n;
+	uint32_t flags; /* enum hp_stack_flags (hp_format.h) */
+};
+
+/* The fatal signal that ended the process (CRASH record). */
+struct hp_crash {
+	int present;
+	uint32_t stream; /* HP_STREAM_NONE: a thread without events */
+	uint32_t tid;
+	uint32_t signal;
+	int32_t code; /* si_code */
+	uint64_t addr;
+	uint64_t unwind_ns;
+	struct hp_stack stack;
+};
+
 struct hp_stream_info {
 	uint32_t stream;
 	uint32_t tid;
@@ -33,6 +52,7 @@ struct hp_stream_info {
 	uint64_t lost;
 	uint64_t first_tick, last_tick;
 	int seen;
+	struct hp_stack root; /* STACK record: its first frame and the callers above */
 };
 
 /* What a whole trace says about itself, gathered as the records go by. */
@@ -54,9 +74,12 @@ struct hp_trace_info {
 	int has_end;
 	uint64_t end_events, end_lost;
 	uint32_t stream_limit; /* stream ids from here on are corrupt; 0: HP_STREAMS_MAX */
+	struct hp_crash crash;
 };
 
 #define HP_STREAMS_MAX (1u << 24)
+/* More frames in a CRASH or STACK record is corruption (the runtime writes 256). */
+#define HP_STACK_FRAMES_MAX 4096u
 /* The stream_limit for a file of `size` bytes. */
 uint32_t hp_trace_stream_limit(uint64_t size);
 

@@ -46,7 +46,8 @@ static const char usage_text[] =
 	"      --sort=self|total|calls|avg|max|name  (default self)\n"
 	"      --limit=N             print the first N functions only\n"
 	"      --partial             report a trace that has no end record\n"
-	"  info TRACE               what the trace holds: program, clock, threads, modules, losses\n"
+	"  info TRACE               what the trace holds: program, clock, threads and their root\n"
+	"                           stacks, modules, losses, and the backtrace of a fatal signal\n"
 	"  dump [--partial] TRACE   every event: thread, time, enter or exit, function\n"
 	"\n"
 	"  -h, --help               this text;  --version  the version\n"
@@ -227,6 +228,111 @@ static void warn_names(const char *why)
 	fprintf(stderr, "hookprof: warning: %s\n", why);
 }
 
+/* ---- crash backtraces and root stacks (CRASH, STACK records) ----------- */
+
+static const char *signal_name(uint32_t sig, char *buf, size_t len)
+{
+	const char *abbrev = sig < 128 ? sigabbrev_np((int)sig) : NULL;
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %u", sig);
+	return buf;
+}
+
+/* Frames after the first hold return addresses: the call is the byte before. */
+static void lookup_frame(struct hp_symbols *sym, const struct hp_stack *st, uint32_t i,
+			 struct hp_symbol *out)
+{
+	hp_symbols_lookup(sym, i ? st->pc[i] - 1 : st->pc[i], out);
+}
+
+static int is_open_frame(struct hp_symbols *sym, const struct hp_analysis *a, const char *name)
+{
+	for (size_t i = 0; i < a->ncrash_open; i++) {
+		struct hp_symbol s;
+		hp_symbols_lookup(sym, a->crash_open[i], &s);
+		if (!strcmp(s.name, name))
+			return 1;
+	}
+	return 0;
+}
+
+static void print_crash_frames(FILE *out, const char *pre, struct hp_symbols *sym,
+			       const struct hp_analysis *a)
+{
+	const struct hp_stack *st = &a->info.crash.stack;
+	for (uint32_t i = 0; i < st->n; i++) {
+		struct hp_symbol s;
+		lookup_frame(sym, st, i, &s);
+		fprintf(out, "%s  #%-3u 0x%016llx %s (%s)", pre, i, (unsigned long long)st->pc[i],
+			s.name, s.module);
+		if (s.file)
+			fprintf(out, " %s:%d", s.file, s.line);
+		fprintf(out, "%s\n", is_open_frame(sym, a, s.name) ? "  [not returned]" : "");
+	}
+	if (st->flags & HP_STACK_TRUNCATED)
+		fprintf(out, "%s  ... truncated: the first %u frames only\n", pre, st->n);
+}
+
+static void print_open_frames(FILE *out, const char *pre, struct hp_symbols *sym,
+			      const struct hp_analysis *a)
+{
+	fprintf(out, "%snot returned (instrumented frames open at the crash, outermost first):", pre);
+	for (size_t i = 0; i < a->ncrash_open; i++) {
+		struct hp_symbol s;
+		hp_symbols_lookup(sym, a->crash_open[i], &s);
+		fprintf(out, "%s%s", i ? " > " : " ", s.name);
+	}
+	fprintf(out, "%s\n", a->ncrash_open ? "" : " none");
+}
+
+/* The signal, the thread, its backtrace and the frames that never returned;
+ * every line starts with pre. */
+static void print_crash(FILE *out, const char *pre, struct hp_symbols *sym,
+			const struct hp_analysis *a)
+{
+	const struct hp_crash *k = &a->info.crash;
+	char name[32];
+	fprintf(out, "%scrash: %s (signal %u, code %d", pre, signal_name(k->signal, name, sizeof(name)),
+		k->signal, k->code);
+	if (k->addr || k->signal == SIGSEGV || k->signal == SIGBUS)
+		fprintf(out, ", address 0x%llx", (unsigned long long)k->addr);
+	fprintf(out, ")\n");
+	const struct hp_stream_info *si = k->stream < a->info.nstreams ? &a->info.streams[k->stream] : NULL;
+	if (si && si->seen)
+		fprintf(out, "%sthread: stream %u tid %u %s\n", pre, k->stream, k->tid, si->name);
+	else
+		fprintf(out, "%sthread: tid %u (no events recorded)\n", pre, k->tid);
+	fprintf(out, "%sbacktrace: %u frame%s, unwound in %.1f us\n", pre, k->stack.n,
+		k->stack.n == 1 ? "" : "s", (double)k->unwind_ns / 1e3);
+	print_crash_frames(out, pre, sym, a);
+	print_open_frames(out, pre, sym, a);
+}
+
+/* One line: the stream's first function and its callers, innermost first. */
+static void print_root(FILE *out, struct hp_symbols *sym, const struct hp_stack *st)
+{
+	fprintf(out, "    root:");
+	for (uint32_t i = 0; i < st->n; i++) {
+		struct hp_symbol s;
+		lookup_frame(sym, st, i, &s);
+		fprintf(out, "%s%s (%s)", i ? " <- " : " ", s.name, s.module);
+	}
+	fprintf(out, "%s%s\n", st->flags & HP_STACK_TRUNCATED ? " <- ..." : "",
+		st->flags & HP_STACK_NO_ROOT ? "  [first function's frame not found]" : "");
+}
+
+static int has_stacks(const struct hp_trace_info *in)
+{
+	if (in->crash.present)
+		return 1;
+	for (size_t i = 0; i < in->nstreams; i++)
+		if (in->streams[i].root.n)
+			return 1;
+	return 0;
+}
+
 /* ---- report ---------------------------------------------------------- */
 
 /* The newest *.hookprof in the working directory. */
@@ -293,6 +399,16 @@ struct report_opts {
 	size_t limit;
 };
 
+static int report_crash(FILE *out, const struct hp_analysis *a, char *err, size_t errlen)
+{
+	struct hp_symbols *sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, errlen);
+	if (!sym)
+		return -1;
+	print_crash(out, "# ", sym, a);
+	hp_symbols_free(sym);
+	return 0;
+}
+
 static int report_traces(const struct report_opts *o, char **paths, int n)
 {
 	struct hp_rows rows = { 0 };
@@ -310,6 +426,8 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 				err, sizeof(err));
 		if (!rc && !o->csv)
 			print_header(hdr, &a);
+		if (!rc && !o->csv && a.info.crash.present)
+			rc = report_crash(hdr, &a, err, sizeof(err));
 		if (!rc)
 			rc = hp_rows_add(&rows, &a, err, sizeof(err));
 		hp_analysis_free(&a);
@@ -377,7 +495,7 @@ static int cmd_report(int argc, char **argv)
 
 /* ---- info and dump ----------------------------------------------------- */
 
-static void print_info(const struct hp_analysis *a)
+static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 {
 	const struct hp_trace_info *in = &a->info;
 	printf("trace:    %s\nprogram:  %s\ncommand:", a->path, in->exe ? in->exe : "?");
@@ -394,13 +512,18 @@ static void print_info(const struct hp_analysis *a)
 	printf("events:   %llu (%u functions)\n", (unsigned long long)a->events, a->funcs.n);
 	printf("lost:     %llu outside threads\n", (unsigned long long)in->lost_global);
 	printf("complete: %s\n", in->has_end ? "yes" : "no (no end record)");
-	printf("threads:\n");
-	for (size_t i = 0; i < in->nstreams; i++)
+	printf("threads (root: the first function and its callers, from STACK records):\n");
+	for (size_t i = 0; i < in->nstreams; i++) {
 		if (in->streams[i].seen)
 			printf("  stream %u tid %u %-16s %llu events, %llu lost\n", in->streams[i].stream,
 			       in->streams[i].tid, in->streams[i].name,
 			       (unsigned long long)in->streams[i].events,
 			       (unsigned long long)in->streams[i].lost);
+		if (sym && in->streams[i].seen && in->streams[i].root.n)
+			print_root(stdout, sym, &in->streams[i].root);
+	}
+	if (sym && in->crash.present)
+		print_crash(stdout, "", sym, a);
 	printf("modules:\n");
 	for (size_t i = 0; i < in->nmodules; i++) {
 		const struct hp_module *m = &in->modules[i];
@@ -419,7 +542,14 @@ static int cmd_info(int argc, char **argv)
 	char err[ERRLEN];
 	if (hp_analyze(argv[1], HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL, &a, err, sizeof(err)))
 		return print_error(err);
-	print_info(&a);
+	struct hp_symbols *sym = NULL;
+	if (has_stacks(&a.info) &&
+	    !(sym = hp_symbols_new(a.info.modules, a.info.nmodules, err, sizeof(err)))) {
+		hp_analysis_free(&a);
+		return print_error(err);
+	}
+	print_info(&a, sym);
+	hp_symbols_free(sym);
 	hp_analysis_free(&a);
 	return fflush(stdout) ? print_error("cannot write to standard output") : 0;
 }

@@ -437,6 +437,87 @@ START_TEST(test_analyze_events)
 }
 END_TEST
 
+/* CRASH (9) and STACK (10), format 1.1: written byte by byte as
+ * docs/format.md spells them. */
+static void stack_rec(struct tk_bytes *b, uint32_t stream, uint32_t flags, uint32_t n,
+		      const uint64_t *pc)
+{
+	size_t r = tk_rec_begin(b, HP_REC_STACK);
+	tk_put32(b, stream), tk_put32(b, flags), tk_put32(b, n);
+	for (uint32_t i = 0; i < n; i++)
+		tk_put64(b, pc[i]);
+	tk_rec_end(b, r);
+}
+
+static void crash_rec(struct tk_bytes *b, uint32_t stream, uint32_t sig, uint32_t n,
+		      const uint64_t *pc)
+{
+	size_t r = tk_rec_begin(b, HP_REC_CRASH);
+	tk_put32(b, stream), tk_put32(b, 4711), tk_put32(b, sig), tk_put32(b, (uint32_t)-6);
+	tk_put64(b, 0xdead0), tk_put64(b, 12345), tk_put32(b, HP_STACK_TRUNCATED), tk_put32(b, n);
+	for (uint32_t i = 0; i < n; i++)
+		tk_put64(b, pc[i]);
+	tk_rec_end(b, r);
+}
+
+START_TEST(test_stack_and_crash)
+{
+	static const uint64_t root[] = { 0x1010, 0x7f0000001234, 0x7f0000005678 };
+	static const uint64_t bt[] = { 0x7f00000000aa, 0x1020, 0x1010 };
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_MONOTONIC);
+	tk_thread_rec(&file, 1, 4711, "worker");
+	stack_rec(&file, 1, 0, 3, root);
+	stack_rec(&file, 2, HP_STACK_NO_ROOT, 0, NULL);
+	crash_rec(&file, 1, 11, 3, bt);
+	tk_end_rec(&file, 0, 0, 1);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_uint_eq(info.streams[1].root.n, 3);
+	ck_assert_uint_eq(info.streams[1].root.pc[0], 0x1010);
+	ck_assert_uint_eq(info.streams[1].root.pc[2], 0x7f0000005678);
+	ck_assert_uint_eq(info.streams[2].root.flags, HP_STACK_NO_ROOT);
+	ck_assert_uint_eq(info.streams[0].root.n, 0);
+	ck_assert_int_eq(info.crash.present, 1);
+	ck_assert_uint_eq(info.crash.stream, 1);
+	ck_assert_uint_eq(info.crash.tid, 4711);
+	ck_assert_uint_eq(info.crash.signal, 11);
+	ck_assert_int_eq(info.crash.code, -6);
+	ck_assert_uint_eq(info.crash.addr, 0xdead0);
+	ck_assert_uint_eq(info.crash.unwind_ns, 12345);
+	ck_assert_uint_eq(info.crash.stack.flags, HP_STACK_TRUNCATED);
+	ck_assert_uint_eq(info.crash.stack.n, 3);
+	ck_assert_uint_eq(info.crash.stack.pc[0], 0x7f00000000aa);
+	ck_assert_uint_eq(info.crash.stack.pc[2], 0x1010);
+}
+END_TEST
+
+/* enter f0 (0x1000), enter f1 (0x2000), exit f1, enter f2 (0x3000): the
+ * crash leaves f0 and f2 open. */
+START_TEST(test_analyze_crash_open_frames)
+{
+	static const uint8_t ev[] = { 0x43, 0x80, 0x20, 0x43, 0x80, 0x40, 0x43, 0x80, 0x60,
+				      0x00, 0x01, 0x01, 0x01, 0x81, 0x02, 0x01 };
+	static const uint64_t bt[] = { 0x3004 };
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_MONOTONIC);
+	tk_clock_rec(&file, 0, 0);
+	tk_thread_rec(&file, 0, 99, "main");
+	tk_events_rec(&file, 0, 4, ev, sizeof(ev));
+	crash_rec(&file, 0, 6, 1, bt);
+	tk_clock_rec(&file, 100, 100);
+	tk_end_rec(&file, 4, 0, 1);
+	save(&file);
+	struct hp_analysis a;
+	ck_assert_int_eq(hp_analyze(path, 0, NULL, NULL, &a, err, sizeof(err)), 0);
+	ck_assert_uint_eq(a.ncrash_open, 2);
+	ck_assert_uint_eq(a.crash_open[0], 0x1000);
+	ck_assert_uint_eq(a.crash_open[1], 0x3000);
+	ck_assert_uint_eq(a.prof.f[0].calls, 1); /* still closed at the end for the profile */
+	hp_analysis_free(&a);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- limits */
 
 START_TEST(test_missing_file)
@@ -609,6 +690,34 @@ START_TEST(test_corrupt_small_records)
 }
 END_TEST
 
+START_TEST(test_corrupt_stack_records)
+{
+	static const uint32_t types[] = { HP_REC_STACK, HP_REC_CRASH };
+	for (size_t i = 0; i < 2; i++) {
+		/* cut short; a count of more frames than bytes; fewer; too many */
+		static const uint32_t counts[] = { 2, 3, 1, HP_STACK_FRAMES_MAX + 1 };
+		for (size_t j = 0; j < 4; j++) {
+			struct hp_trace_info ti = { 0 };
+			struct tk_bytes b = { 0 };
+			char e[128] = "";
+			tk_put32(&b, 0), tk_put32(&b, 0);
+			if (types[i] == HP_REC_CRASH)
+				tk_put32(&b, 11), tk_put32(&b, 0), tk_put64(&b, 0), tk_put64(&b, 0),
+					tk_put32(&b, 0);
+			tk_put32(&b, counts[j]);
+			for (uint32_t k = 0; k < (j == 3 ? counts[j] : 2); k++)
+				tk_put64(&b, 0x1000 + k);
+			uint32_t size = (uint32_t)(j == 0 ? b.n - 3 : b.n);
+			ck_assert_int_eq(hp_trace_info_add(&ti, types[i], b.p, size, e, sizeof(e)), -1);
+			ck_assert_ptr_nonnull(strstr(e, "corrupt record of type"));
+			ck_assert_int_eq(ti.crash.present, 0);
+			hp_trace_info_free(&ti);
+			free(b.p);
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_corrupt_modules)
 {
 	struct hp_trace_info ti = { 0 };
@@ -753,6 +862,8 @@ static Suite *trace_suite(void)
 	tcase_add_test(core, test_threads_lost_end);
 	tcase_add_test(core, test_modules_union);
 	tcase_add_test(core, test_analyze_events);
+	tcase_add_test(core, test_stack_and_crash);
+	tcase_add_test(core, test_analyze_crash_open_frames);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);
@@ -769,6 +880,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(limits, test_corrupt_event_data_names_file);
 	tcase_add_test(limits, test_corrupt_small_records);
 	tcase_add_test(limits, test_corrupt_modules);
+	tcase_add_test(limits, test_corrupt_stack_records);
 	tcase_add_test(limits, test_stream_id_bounds);
 	tcase_add_test(limits, test_timebase_unusable);
 	tcase_add_test(limits, test_every_truncation);

@@ -92,9 +92,10 @@ build nested_O2_linked gcc "${IF[@]}" -O2 "$SRC/nested.c" "${LINK[@]}"
 build nested_nopie gcc "${IF[@]}" -O1 -fno-pie -no-pie "$SRC/nested.c"
 build nested_pie gcc "${IF[@]}" -O1 -fPIE -pie "$SRC/nested.c"
 build nested_nopie_linked gcc "${IF[@]}" -O1 -fno-pie -no-pie "$SRC/nested.c" "${LINK[@]}"
-build nested_static gcc "${IF[@]}" -O1 "$SRC/nested.c" "$ARCHIVE" -pthread
+# libhookprof.a needs libunwind (hookprof.pc Libs.private), and -static its liblzma.
+build nested_static gcc "${IF[@]}" -O1 "$SRC/nested.c" "$ARCHIVE" -pthread -lunwind
 # Fully static: the archive must not clash with libc.a (no interposed exit).
-build nested_fullstatic gcc "${IF[@]}" -O1 -static "$SRC/nested.c" "$ARCHIVE" -pthread
+build nested_fullstatic gcc "${IF[@]}" -O1 -static "$SRC/nested.c" "$ARCHIVE" -pthread -lunwind -llzma
 build forkexit gcc "${IF[@]}" -O1 "$SRC/forkexit.c"
 build recursion gcc "${IF[@]}" -O2 -pthread "$SRC/recursion.c"
 build recursion_linked gcc "${IF[@]}" -O0 -pthread "$SRC/recursion.c" "${LINK[@]}"

@@ -1,0 +1,199 @@
+/*
+ * hp_unwind.c - crash backtraces and thread root stacks with libunwind
+ * (local unwinding, from .eh_frame).
+ *
+ * What libunwind 1.6 does behind unw_step, and why it is acceptable in a
+ * fatal signal's handler and in the hook's slow path:
+ * - no malloc: the .eh_frame_hdr lookup and the CFI interpreter work on the
+ *   stack, and its register-state cache and pools are mmap'd. (Only objects
+ *   without .eh_frame_hdr would make it read .debug_frame with malloc.)
+ * - dl_iterate_phdr, to find the object and its unwind table of each new
+ *   IP. glibc's dl_iterate_phdr takes the loader's write lock, which is
+ *   recursive: a thread that crashes inside the loader or inside a
+ *   dl_iterate_phdr callback takes it again and does not deadlock. Another
+ *   thread that holds it lets go (only a thread that stays stopped would
+ *   not: none of ours does). What remains is a crash in the middle of
+ *   dlopen's update of the object list, where the walk may read a list
+ *   being changed; that is the one case where the backtrace may be lost,
+ *   and a bound on frames keeps the walk finite in every case.
+ * - the global register-state cache (UNW_CACHE_GLOBAL, the default, left
+ *   as the program may use libunwind too). libunwind holds its lock with
+ *   every signal blocked, so no handler of ours runs while this thread
+ *   holds it; a fault inside that window kills the process before any
+ *   handler. Entries cached by earlier walks (the thread roots, which
+ *   share start_thread and the program's outer frames) spare those frames
+ *   the dl_iterate_phdr.
+ * tdep_init's one-time set-up runs in hp_unwind_init, at start-up.
+ */
+#define _GNU_SOURCE
+#define UNW_LOCAL_ONLY
+#include "hp_unwind.h"
+
+#include <libunwind.h>
+#include <string.h>
+
+#include "hp_buffer.h"
+#include "hp_format.h"
+#include "hp_output.h"
+
+/* Our frames below the first instrumented one: this file's, the slow path,
+ * the hook. A few more in case a compiler splits them. */
+#define OWN_FRAMES_MAX 8
+
+static struct {
+	uint32_t claimed; /* the first crashing thread owns the rest */
+	uint32_t ready;   /* filled in; written at the final flush */
+	uint32_t written;
+	uint32_t stream, tid, sig, code, flags, n;
+	uint64_t addr, unwind_ns;
+	uint64_t pc[HP_CRASH_FRAMES];
+} crash;
+
+void hp_unwind_init(void)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	if (unw_getcontext(&uc) == 0)
+		unw_init_local(&c, &uc);
+}
+
+static uint64_t ip_of(unw_cursor_t *c)
+{
+	unw_word_t ip = 0;
+	unw_get_reg(c, UNW_REG_IP, &ip);
+	return (uint64_t)ip;
+}
+
+/* Frames from the cursor's up to max; sets HP_STACK_TRUNCATED if more. */
+static uint32_t walk(unw_cursor_t *c, uint64_t *pc, uint32_t max, uint32_t *flags)
+{
+	uint32_t n = 0;
+	do {
+		uint64_t ip = ip_of(c);
+		if (!ip)
+			break;
+		if (n == max) {
+			*flags |= HP_STACK_TRUNCATED;
+			break;
+		}
+		pc[n++] = ip;
+	} while (unw_step(c) > 0);
+	return n;
+}
+
+/* Frames of ours below the first instrumented one (this file's, the slow
+ * path, the hook): the same for every thread, since every first event
+ * comes the same way. Found once with unw_get_proc_info, which costs a
+ * dl_iterate_phdr per frame; later threads step over them by count. */
+static int own_frames = -1;
+
+/* Steps past our own frames to the one of first_func; 0 if found. */
+static int find_function(unw_cursor_t *c, uint64_t first_func)
+{
+	for (int i = 0; i < OWN_FRAMES_MAX; i++) {
+		unw_proc_info_t pi;
+		if (unw_get_proc_info(c, &pi) == 0 && pi.start_ip == first_func) {
+			__atomic_store_n(&own_frames, i, __ATOMIC_RELAXED);
+			return 0;
+		}
+		if (unw_step(c) <= 0)
+			return -1;
+	}
+	return -1;
+}
+
+static int skip_to_function(unw_cursor_t *c, uint64_t first_func)
+{
+	int n = __atomic_load_n(&own_frames, __ATOMIC_RELAXED);
+	if (n < 0)
+		return find_function(c, first_func);
+	for (int i = 0; i < n; i++)
+		if (unw_step(c) <= 0)
+			return -1;
+	return 0;
+}
+
+__attribute__((noinline)) void hp_unwind_root(struct hp_unwind_stack *s, uint64_t first_func)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	s->n = 0;
+	s->flags = 0;
+	if (unw_getcontext(&uc) || unw_init_local(&c, &uc))
+		return;
+	if (skip_to_function(&c, first_func & ~HP_RAW_EXIT)) {
+		/* Not found (an odd compiler, a function without unwind
+		 * information): the whole stack, ours included, says as much. */
+		s->flags |= HP_STACK_NO_ROOT;
+		if (unw_init_local(&c, &uc))
+			return;
+	}
+	s->n = walk(&c, s->pc, HP_ROOT_FRAMES, &s->flags);
+}
+
+static int has_fault_address(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP;
+}
+
+void hp_unwind_crash(int sig, const siginfo_t *info, void *ucontext)
+{
+	uint32_t expected = 0;
+	if (!ucontext || !__atomic_compare_exchange_n(&crash.claimed, &expected, 1, 0,
+						      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	uint64_t t0 = hp_clock_ns();
+	crash.stream = hp_tls.thread ? hp_tls.thread->stream : HP_STREAM_NONE;
+	crash.tid = hp_gettid();
+	crash.sig = (uint32_t)sig;
+	crash.code = info ? (uint32_t)info->si_code : 0;
+	crash.addr = info && has_fault_address(sig) ? (uint64_t)(uintptr_t)info->si_addr : 0;
+	unw_cursor_t c;
+	/* The signal frame's IP is the faulting instruction itself, not a
+	 * return address: libunwind must not look one byte before it. */
+	if (unw_init_local2(&c, (unw_context_t *)ucontext, UNW_INIT_SIGNAL_FRAME) == 0)
+		crash.n = walk(&c, crash.pc, HP_CRASH_FRAMES, &crash.flags);
+	crash.unwind_ns = hp_clock_ns() - t0;
+	/* Release: the frames are complete before a flush on another thread
+	 * (one already finishing) sees ready. */
+	__atomic_store_n(&crash.ready, 1, __ATOMIC_RELEASE);
+}
+
+static void write_frames(uint8_t *p, const uint64_t *pc, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		hp_le64(p + 8 * (size_t)i, pc[i]);
+}
+
+void hp_unwind_write_stack(uint32_t stream, const struct hp_unwind_stack *s)
+{
+	uint8_t *p = hp_output_begin(HP_REC_STACK, 12 + 8 * (size_t)s->n);
+	if (!p)
+		return;
+	hp_le32(p, stream);
+	hp_le32(p + 4, s->flags);
+	hp_le32(p + 8, s->n);
+	write_frames(p + 12, s->pc, s->n);
+	hp_output_end(p + 12 + 8 * (size_t)s->n);
+}
+
+void hp_unwind_write_crash(void)
+{
+	/* Acquire: pairs with the release store of ready. */
+	if (!__atomic_load_n(&crash.ready, __ATOMIC_ACQUIRE) || crash.written)
+		return;
+	crash.written = 1;
+	uint8_t *p = hp_output_begin(HP_REC_CRASH, 40 + 8 * (size_t)crash.n);
+	if (!p)
+		return;
+	hp_le32(p, crash.stream);
+	hp_le32(p + 4, crash.tid);
+	hp_le32(p + 8, crash.sig);
+	hp_le32(p + 12, crash.code);
+	hp_le64(p + 16, crash.addr);
+	hp_le64(p + 24, crash.unwind_ns);
+	hp_le32(p + 32, crash.flags);
+	hp_le32(p + 36, crash.n);
+	write_frames(p + 40, crash.pc, crash.n);
+	hp_output_end(p + 40 + 8 * (size_t)crash.n);
+}
