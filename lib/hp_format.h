@@ -17,7 +17,7 @@
 #define HP_MAGIC "HOOKPROF"
 #define HP_MAGIC_LEN 8
 #define HP_VERSION_MAJOR 1
-#define HP_VERSION_MINOR 0
+#define HP_VERSION_MINOR 1
 #define HP_BYTE_ORDER_MARK 0x01020304u
 #define HP_FILE_HEADER_SIZE 32
 #define HP_RECORD_HEADER_SIZE 8
@@ -32,6 +32,13 @@ enum hp_record_type {
 	HP_REC_EVENTS = 5,  /* encoded events of one stream */
 	HP_REC_LOST = 6,    /* events of one stream that were not recorded */
 	HP_REC_END = 7,     /* totals; its absence marks an incomplete trace */
+	HP_REC_PARENT = 11, /* the parent process, and the fork this one came from (1.1) */
+};
+
+/* PARENT flags. */
+enum hp_parent_flags {
+	HP_PARENT_FORKED = 1, /* a forked copy of a traced process (its trace is named) */
+	HP_PARENT_FRAMES = 2, /* stream 0 begins with an enter of each frame open at the fork */
 };
 
 enum hp_clock_source {

@@ -332,6 +332,17 @@ static int parse_lost(struct hp_trace_info *info, struct cursor *c)
 	return 0;
 }
 
+static int parse_parent(struct hp_trace_info *info, struct cursor *c)
+{
+	info->parent_pid = take32(c);
+	info->parent_flags = take32(c);
+	info->fork_tick = take64(c);
+	free(info->parent_trace);
+	info->parent_trace = take_string(c);
+	info->has_parent = info->parent_trace != NULL;
+	return info->has_parent ? 0 : -1;
+}
+
 static int parse_end(struct hp_trace_info *info, struct cursor *c)
 {
 	info->end_events = take64(c);
@@ -352,6 +363,7 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 	case HP_REC_THREAD: rc = parse_thread(info, &c); break;
 	case HP_REC_LOST: rc = parse_lost(info, &c); break;
 	case HP_REC_END: rc = parse_end(info, &c); break;
+	case HP_REC_PARENT: rc = parse_parent(info, &c); break;
 	default: return 0; /* EVENTS are the decoder's; unknown types are skipped */
 	}
 	if (rc || c.bad) {
@@ -367,6 +379,7 @@ void hp_trace_info_free(struct hp_trace_info *info)
 		free(info->argv[i]);
 	free(info->argv);
 	free(info->exe);
+	free(info->parent_trace);
 	for (size_t i = 0; i < info->nmodules; i++) {
 		free(info->modules[i].path);
 		free(info->modules[i].seg);
