@@ -423,6 +423,7 @@ static void print_header(FILE *out, const struct hp_analysis *a)
 struct report_opts {
 	int csv;
 	int partial;
+	int per_process;
 	enum hp_sort sort;
 	size_t limit;
 };
@@ -469,11 +470,145 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 	return 0;
 }
 
+/* One process of a per-process report: its header lines and its rows. */
+struct section {
+	char *text;
+	size_t len;
+	struct hp_rows rows;
+};
+
+static void section_title(FILE *out, const struct hp_analysis *a, unsigned depth)
+{
+	const struct hp_trace_info *in = &a->info;
+	fprintf(out, "## %*sprocess %u, parent %u: %s", (int)depth * 2, "", in->pid,
+		in->has_parent ? in->parent_pid : 0, in->exe ? in->exe : "?");
+	for (uint32_t i = 1; i < in->argc; i++)
+		fprintf(out, " %s", in->argv[i]);
+	fprintf(out, " (%s)\n", a->path);
+}
+
+/* Reads one trace into its section; fills proc for the ordering. */
+static int read_section(const struct report_opts *o, const char *path, struct section *sec,
+			struct hp_proc *proc, char *err, size_t errlen)
+{
+	struct hp_analysis a;
+	if (hp_analyze(path, o->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0, NULL, NULL, &a, err, errlen))
+		return -1;
+	*proc = (struct hp_proc){ a.info.pid, a.info.has_parent ? a.info.parent_pid : 0,
+				  a.info.start_realtime_ns };
+	FILE *f = open_memstream(&sec->text, &sec->len);
+	int rc = f ? 0 : -1;
+	if (f) {
+		section_title(f, &a, 0);
+		if (!o->csv)
+			print_header(f, &a);
+		fclose(f);
+	}
+	if (!rc)
+		rc = hp_rows_add(&sec->rows, &a, err, errlen);
+	hp_analysis_free(&a);
+	if (!rc)
+		hp_rows_finish(&sec->rows, o->sort);
+	return rc;
+}
+
+/* The title again, indented as deep as the process is in the tree. */
+static void print_section(const struct report_opts *o, const struct section *sec, unsigned depth)
+{
+	const char *nl = memchr(sec->text, '\n', sec->len);
+	const char *title_end = nl ? nl + 1 : sec->text + sec->len;
+	printf("## %*s%.*s", (int)depth * 2, "", (int)(title_end - sec->text - 3), sec->text + 3);
+	fwrite(title_end, 1, sec->len - (size_t)(title_end - sec->text), stdout);
+	if (o->csv)
+		hp_rows_print_csv(stdout, &sec->rows, o->limit);
+	else
+		hp_rows_print_table(stdout, &sec->rows, o->limit);
+	putchar('\n');
+}
+
+static int report_per_process(const struct report_opts *o, char **paths, int n)
+{
+	struct section *sec = calloc((size_t)n, sizeof(*sec));
+	struct hp_proc *procs = calloc((size_t)n, sizeof(*procs));
+	size_t *order = calloc((size_t)n, sizeof(*order));
+	unsigned *depth = calloc((size_t)n, sizeof(*depth));
+	char err[ERRLEN] = "out of memory";
+	int rc = sec && procs && order && depth ? 0 : -1;
+	for (int i = 0; i < n && !rc; i++)
+		rc = read_section(o, paths[i], &sec[i], &procs[i], err, sizeof(err));
+	if (!rc)
+		rc = hp_procs_order(procs, (size_t)n, order, depth);
+	for (int i = 0; i < n && !rc; i++)
+		print_section(o, &sec[order[i]], depth[i]);
+	if (!rc && fflush(stdout))
+		snprintf(err, sizeof(err), "cannot write the report to standard output"), rc = -1;
+	for (int i = 0; sec && i < n; i++) {
+		for (size_t j = 0; !rc && j < sec[i].rows.nproblems; j++)
+			warn_names(sec[i].rows.problem[j]);
+		free(sec[i].text);
+		hp_rows_free(&sec[i].rows);
+	}
+	free(sec), free(procs), free(order), free(depth);
+	return rc ? print_error(err) : 0;
+}
+
+/* Each DIR among the arguments becomes the traces in it. */
+static int expand_dirs(char **args, int n, struct names *out, char *err, size_t errlen)
+{
+	*out = (struct names){ 0 };
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		struct names in = { 0 };
+		int is_dir = stat(args[i], &st) == 0 && S_ISDIR(st.st_mode);
+		if (is_dir && list_traces(args[i], &in)) {
+			snprintf(err, errlen, "%s: cannot read the directory", args[i]);
+			return -1;
+		}
+		if (is_dir && !in.n) {
+			snprintf(err, errlen, "%s: no trace in this directory", args[i]);
+			return -1;
+		}
+		size_t add = is_dir ? in.n : 1;
+		char **v = realloc(out->v, (out->n + add) * sizeof(*v));
+		if (!v) {
+			names_free(&in);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		out->v = v;
+		for (size_t j = 0; j < add; j++) {
+			if (!is_dir)
+				v[out->n] = strdup(args[i]);
+			else if (asprintf(&v[out->n], "%s/%s", args[i], in.v[j]) < 0)
+				v[out->n] = NULL;
+			if (v[out->n])
+				out->n++;
+		}
+		names_free(&in);
+	}
+	return 0;
+}
+
+static int report_paths(const struct report_opts *o, char **args, int n)
+{
+	struct names all;
+	char err[ERRLEN];
+	if (expand_dirs(args, n, &all, err, sizeof(err))) {
+		names_free(&all);
+		return print_error(err);
+	}
+	int rc = o->per_process ? report_per_process(o, all.v, (int)all.n)
+				: report_traces(o, all.v, (int)all.n);
+	names_free(&all);
+	return rc;
+}
+
 static int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' }, { "sort", required_argument, NULL, 's' },
 		{ "limit", required_argument, NULL, 'l' },  { "partial", no_argument, NULL, 'p' },
+		{ "per-process", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
 	};
 	struct report_opts o = { 0 };
@@ -496,17 +631,18 @@ static int cmd_report(int argc, char **argv)
 				return usage_error("--limit must be a number, not '%s'", optarg);
 			break;
 		case 'p': o.partial = 1; break;
+		case 'P': o.per_process = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: return usage_error("%s", "bad option for report");
 		}
 	}
 	if (optind < argc)
-		return report_traces(&o, argv + optind, argc - optind);
+		return report_paths(&o, argv + optind, argc - optind);
 	char newest[PATH_MAX];
 	char *one[1] = { newest };
 	if (newest_trace(newest, sizeof(newest)))
 		return print_error("no trace given and no *.hookprof file in this directory");
-	return report_traces(&o, one, 1);
+	return report_paths(&o, one, 1);
 }
 
 /* ---- info and dump ----------------------------------------------------- */
