@@ -49,6 +49,7 @@ static struct {
  * still 1 in a child that shares our memory (vfork, CLONE_VM). */
 static uint32_t *memory_mark;
 static int fork_prepared; /* before_fork holds the writer's lock */
+static uint32_t daemon_forking; /* tid of a thread in daemon(), whose parent half will _exit */
 static int atfork_registered;
 
 /* Program-terminating signals whose default action would lose the trace. */
@@ -229,10 +230,18 @@ static void after_fork_in_parent(void)
 {
 	if (fork_prepared)
 		hp_writer_unlock_after_fork();
+	if (__atomic_load_n(&daemon_forking, __ATOMIC_RELAXED) == hp_gettid())
+		finish(0);
+}
+
+void hp_runtime_daemon_forking(int on)
+{
+	__atomic_store_n(&daemon_forking, on ? hp_gettid() : 0, __ATOMIC_RELAXED);
 }
 
 static void after_fork_in_child(void)
 {
+	daemon_forking = 0;
 	if (fork_prepared && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_TRACING)
 		trace_child_afresh(HP_PARENT_FORKED | HP_PARENT_FRAMES, parent.tick);
 	else
