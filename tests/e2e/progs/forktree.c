@@ -2,13 +2,32 @@
  * ft_spawn (so main and ft_spawn are open at each fork); each child calls
  * ft_child K times and returns through ft_spawn and main, which exit(0)
  * (through exit: its trace is written). The parent waits for them all and
- * prints "forktree N children". Arguments: N K (default 3 1000). */
+ * prints "forktree N children". Arguments: N K (default 3 1000), and
+ * "thread": another thread calls ft_busy meanwhile, until the children are
+ * done; its calls are the parent's only (the line "busy M" gives M). */
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 volatile unsigned long sink;
+static volatile int stop;
+static unsigned long busy_calls;
+
+__attribute__((noinline)) void ft_busy(int i)
+{
+	sink += (unsigned long)i;
+}
+
+static void *busy_thread(void *arg)
+{
+	(void)arg;
+	while (!stop)
+		ft_busy((int)busy_calls++);
+	return NULL;
+}
 
 __attribute__((noinline)) void ft_parent(int i)
 {
@@ -36,6 +55,10 @@ __attribute__((noinline)) int ft_spawn(int k)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 3, k = argc > 2 ? atoi(argv[2]) : 1000;
+	int threaded = argc > 3 && !strcmp(argv[3], "thread");
+	pthread_t busy;
+	if (threaded && pthread_create(&busy, NULL, busy_thread, NULL))
+		return 2;
 	for (int i = 0; i < k; i++)
 		ft_parent(i);
 	fflush(stdout);
@@ -50,5 +73,10 @@ int main(int argc, char **argv)
 	while (wait(&st) > 0)
 		bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 	printf("forktree %d children%s\n", n, bad ? " (some failed)" : "");
+	if (threaded) {
+		stop = 1;
+		pthread_join(busy, NULL);
+		printf("busy %lu\n", busy_calls);
+	}
 	return 0;
 }
