@@ -45,8 +45,7 @@ fork_record() {
 # The traces in a directory, one a line, sorted.
 traces_in() { ls "$1" 2>/dev/null | grep -E '\.hookprof(\.[0-9]+)?$' | sort; }
 
-# The trace in $1 whose PROCESS pid is not $2's... by name: the pid in a
-# PROGRAM-PID.hookprof name.
+# The pid in a PROGRAM-PID.hookprof name.
 pid_of_name() { local n=${1##*-}; echo "${n%.hookprof}"; }
 
 # fork_children LABEL MODULE N K FILE...: each FILE is a forked child's trace
@@ -193,11 +192,16 @@ for how in system spawn exec; do
 done
 
 label="daemon(), record -d"
-fork_record spawnkinds-daemon spawnkinds daemon "$DIR/daemon.out"
-for i in $(seq 50); do [ -s "$DIR/daemon.out" ] && break; sleep 0.1; done
-sleep 0.2 # the daemon writes its trace's end after the file
-check "$label: exit status 0 and the daemon ran" "got $RC; stderr: $(brief "$DIR/err"); daemon: $(brief "$DIR/daemon.out")" \
-	[ "$RC" = 0 -a "$(cat "$DIR/daemon.out" 2>/dev/null)" = "daemon done" ]
+DAEMON_OUT=$T/daemon.out
+fork_record spawnkinds-daemon spawnkinds daemon "$DAEMON_OUT"
+for i in $(seq 50); do [ -s "$DAEMON_OUT" ] && break; sleep 0.1; done
+# The daemon writes its trace's end after the file: wait until it is gone.
+for f in $(traces_in "$TREE"); do
+	p=$(pid_of_name "$f")
+	for i in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+done
+check "$label: exit status 0 and the daemon ran" "got $RC; stderr: $(brief "$DIR/err"); daemon: $(brief "$DAEMON_OUT")" \
+	[ "$RC" = 0 -a "$(cat "$DAEMON_OUT" 2>/dev/null)" = "daemon done" ]
 check "$label: 2 traces" "files: $(ls "$TREE" | tr '\n' ' ')" [ "$(traces_in "$TREE" | wc -l)" = 2 ]
 set -- $(traces_in "$TREE")
 if [ $# = 2 ]; then
