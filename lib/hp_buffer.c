@@ -625,13 +625,17 @@ static int may_unmap_own(struct hp_thread *t)
 	return 1;
 }
 
-void hp_buffer_reset_in_child(void)
+void hp_buffer_reset_in_child(int whole)
 {
 	struct hp_thread *next;
 	for (struct hp_thread *t = hp_threads; t; t = next) {
 		next = t->next;
-		if (t != hp_tls.thread || may_unmap_own(t))
-			hp_buffer_free_thread(t);
+		if (t == hp_tls.thread && !may_unmap_own(t))
+			continue;
+		/* The encoder's stack may have been growing at a raw fork. */
+		if (whole)
+			hp_enc_stream_free(&t->enc);
+		hp_pages_free(t->base, t->map_bytes);
 	}
 	hp_threads = NULL;
 	pthread_mutex_init(&hp_threads_lock, NULL);

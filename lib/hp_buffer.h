@@ -174,8 +174,9 @@ void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick) HP_HID
  * slots before them were wiped); their number. */
 size_t hp_buffer_keep_since_fork(void) HP_HIDDEN;
 /* In a child: forgets every thread (only the calling one exists, and it
- * starts again at its next event, with the inherited events). */
-void hp_buffer_reset_in_child(void) HP_HIDDEN;
+ * starts again at its next event, with the inherited events); `whole`: the
+ * encoder's memory is consistent (fork() ran our handlers) and freed too. */
+void hp_buffer_reset_in_child(int whole) HP_HIDDEN;
 /* The calling thread's buffer, if it has inherited events to hold. */
 void hp_buffer_start_self(void) HP_HIDDEN;
 

@@ -202,8 +202,9 @@ static void trace_child_afresh(uint32_t flags, uint64_t fork_tick)
 	parent.flags = flags;
 	parent.tick = fork_tick;
 	snprintf(parent.trace, sizeof(parent.trace), "%s", hp_output_path());
-	hp_writer_reset_in_child();
-	hp_buffer_reset_in_child();
+	int whole = flags & HP_PARENT_FRAMES; /* our handlers ran: all is consistent */
+	hp_writer_reset_in_child(whole);
+	hp_buffer_reset_in_child(whole);
 	hp_output_reset_in_child();
 	memset(lost, 0, sizeof(lost));
 	finishing_tid = 0;
@@ -242,6 +243,13 @@ void hp_runtime_daemon_forking(int on)
 static void after_fork_in_child(void)
 {
 	daemon_forking = 0;
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW) {
+		/* A child not traced yet forked: this one too starts as a new
+		 * process at its first event. */
+		parent.pid = 0;
+		parent.trace[0] = 0;
+		return;
+	}
 	if (fork_prepared && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_TRACING)
 		trace_child_afresh(HP_PARENT_FORKED | HP_PARENT_FRAMES, parent.tick);
 	else

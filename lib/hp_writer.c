@@ -462,11 +462,16 @@ size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t
 	return n;
 }
 
-void hp_writer_reset_in_child(void)
+void hp_writer_reset_in_child(int whole)
 {
-	hp_pages_free(scratch, HP_CHUNK_BYTES);
+	/* After a raw fork the writer may have been growing the dictionary:
+	 * its sizes cannot be trusted to unmap by, and it is left. */
+	if (whole) {
+		hp_pages_free(scratch, HP_CHUNK_BYTES);
+		hp_dict_free(&dict);
+	}
 	scratch = NULL;
-	hp_dict_free(&dict);
+	dict = (struct hp_dict){ 0 };
 	threaded = broken = 0;
 	wake_seq = sleeping = stop = done = 0;
 	events_written = lost_in_threads = 0;

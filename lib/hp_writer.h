@@ -45,7 +45,7 @@ void hp_writer_forget(void) HP_HIDDEN;
 int hp_writer_lock_for_fork(void) HP_HIDDEN;
 void hp_writer_unlock_after_fork(void) HP_HIDDEN;
 size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t max) HP_HIDDEN;
-void hp_writer_reset_in_child(void) HP_HIDDEN;
+void hp_writer_reset_in_child(int whole) HP_HIDDEN;
 
 /* Appends a MODULES record if objects were loaded or unloaded since the last. */
 void hp_writer_modules_changed(void) HP_HIDDEN;
