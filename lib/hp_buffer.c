@@ -643,5 +643,6 @@ void hp_buffer_reset_in_child(int whole)
 	finished = 0;
 	if (!inherited.tid)
 		inherited.tid = hp_gettid();
-	hp_tls = (struct hp_tls){ 0 };
+	/* From the slow path (a raw fork found out), still inside it. */
+	hp_tls = (struct hp_tls){ .busy = hp_tls.busy };
 }

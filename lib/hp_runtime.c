@@ -48,7 +48,9 @@ static struct {
 /* 1 in the traced process; a page wiped in a forked child (MADV_WIPEONFORK),
  * still 1 in a child that shares our memory (vfork, CLONE_VM). */
 static uint32_t *memory_mark;
-static int fork_prepared; /* before_fork holds the writer's lock */
+/* This thread's before_fork holds the writer's lock (another thread's may
+ * have failed to take it meanwhile). */
+static __thread int fork_prepared;
 static uint32_t daemon_forking; /* tid of a thread in daemon(), whose parent half will _exit */
 static int atfork_registered;
 
