@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 
 #include "hp_format.h"
@@ -27,6 +28,14 @@ static uint32_t wake_after; /* published chunks that wake the writer */
 static pthread_key_t exit_key;
 static uint32_t next_stream;
 static int finished;
+static int key_created;
+
+/* Events a forked child's forking thread starts with (hp_buffer.h). */
+static struct {
+	uint32_t tid;
+	size_t n;
+	struct hp_raw ev[HP_CHUNK_EVENTS];
+} inherited;
 
 static void thread_exit(void *arg);
 
@@ -39,7 +48,11 @@ int hp_buffer_init(const struct hp_config *cfg)
 	while (buffer_chunks * 2 <= cfg->buffer_bytes / HP_CHUNK_BYTES)
 		buffer_chunks *= 2;
 	wake_after = buffer_chunks / 4 ? (uint32_t)(buffer_chunks / 4) : 1;
-	return pthread_key_create(&exit_key, thread_exit) ? -1 : 0;
+	/* Once: a forked child starts the runtime again, with the key it inherited. */
+	if (key_created)
+		return 0;
+	key_created = pthread_key_create(&exit_key, thread_exit) == 0;
+	return key_created ? 0 : -1;
 }
 
 void hp_buffer_set_finished(void)
@@ -100,6 +113,9 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	if (!mem)
 		return NULL;
 	struct hp_thread *t = (struct hp_thread *)(mem + events_bytes + SIGNAL_STACK_BYTES);
+	/* A raw fork's child (no atfork handler) tells its own events from its
+	 * parent's by the zeros the parent's leave behind. */
+	t->wiped_on_fork = madvise(mem, events_bytes, MADV_WIPEONFORK) == 0;
 	use_signal_stack(t, mem + events_bytes);
 	t->base = (struct hp_raw *)mem;
 	t->chunk_len = (uint32_t *)(t + 1);
@@ -109,7 +125,8 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	t->tid = hp_gettid();
 	t->stream = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
 	prctl(PR_GET_NAME, t->name);
-	hp_unwind_root(&t->root, first_func);
+	if (first_func)
+		hp_unwind_root(&t->root, first_func);
 	pthread_mutex_lock(&hp_threads_lock);
 	t->next = hp_threads;
 	/* Release: the writer walks the list without the lock; t's fields are
@@ -270,6 +287,45 @@ static void block_async_signals(sigset_t *saved)
 	pthread_sigmask(SIG_BLOCK, &mask, saved);
 }
 
+/* Events a forked child's thread starts with: fewer than a chunk, into an
+ * empty one. */
+static void put_inherited(struct hp_thread *t)
+{
+	if (!inherited.n || inherited.tid != t->tid)
+		return;
+	memcpy(hp_tls.pos, inherited.ev, inherited.n * sizeof(inherited.ev[0]));
+	hp_tls.pos += inherited.n;
+	inherited.n = 0;
+}
+
+/* first_func: the function of the thread's first event, whose callers
+ * make its root stack; 0 for a forked child's thread, whose frames were
+ * inherited and whose stack above them says nothing new. */
+static struct hp_thread *start_thread(uint64_t first_func)
+{
+	struct hp_thread *t = thread_create(first_func);
+	if (!t) {
+		hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+		return NULL;
+	}
+	hp_tls.thread = t;
+	make_room(t);
+	use_chunk(t);
+	put_inherited(t);
+	if (hp_tls.pos >= chunk_end(t))
+		next_chunk(t);
+	return t;
+}
+
+void hp_buffer_start_self(void)
+{
+	if (hp_tls.thread || hp_tls.busy || hp_tls.retired || !inherited.n)
+		return;
+	hp_tls.busy = 1;
+	start_thread(0);
+	hp_tls.busy = 0;
+}
+
 /*
  * The hook took `taken` at or past the end it read just before: the chunk
  * is full, or this thread has no buffer yet, or the clock is not the TSC
@@ -300,22 +356,17 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	sigset_t saved_mask;
 	block_async_signals(&saved_mask);
 	hp_tls.busy = 1;
-	if (t && hp_runtime_in_child()) {
-		t = NULL; /* hp_tls is retired now */
-	} else if (t) {
+	if (t && hp_runtime_in_child())
+		t = NULL; /* hp_tls is retired, or new: the child is traced afresh */
+	if (t) {
 		if (hp_tls.pos >= chunk_end(t))
 			switch_chunk(t);
+	} else if (hp_tls.retired) {
+		/* A child that is not traced. */
 	} else if (hp_runtime_ready()) {
-		t = thread_create(addr);
+		t = start_thread(addr);
 		/* The tick was read before start-up chose the clock. */
 		tick = hp_tick();
-		if (t) {
-			hp_tls.thread = t;
-			make_room(t);
-			use_chunk(t);
-		} else {
-			hp_runtime_count_lost(HP_LOST_NO_BUFFER);
-		}
 	} else {
 		/* Not traced, and never will be: later events stop at the top. */
 		hp_tls.retired = HP_UNTRACED;
@@ -495,4 +546,109 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 	}
 	pthread_mutex_unlock(&hp_threads_lock);
 	return n;
+}
+
+/* ---- fork ------------------------------------------------------------ */
+
+/* The exit rule of hp_stack_unwind_to, on addresses. */
+static size_t unwind_to(const uint64_t *stack, size_t depth, uint64_t addr)
+{
+	for (size_t i = depth; i > 0; i--)
+		if (stack[i - 1] == addr)
+			return i - 1;
+	return depth;
+}
+
+/* Frames deeper than the stack holds are counted, not kept: their exits
+ * pop nothing that is kept. */
+static size_t replay(uint64_t *stack, size_t depth, const struct hp_raw *ev, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t addr = ev[i].addr & ~HP_RAW_EXIT;
+		if (!(ev[i].addr & HP_RAW_EXIT)) {
+			if (depth < HP_CHUNK_EVENTS)
+				stack[depth] = addr;
+			depth++;
+		} else if (depth > HP_CHUNK_EVENTS) {
+			depth--;
+		} else if (depth && stack[depth - 1] == addr) {
+			depth--;
+		} else {
+			depth = unwind_to(stack, depth, addr);
+		}
+	}
+	return depth;
+}
+
+void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick)
+{
+	static uint64_t stack[HP_CHUNK_EVENTS];
+	struct hp_thread *t = hp_tls.thread;
+	inherited.n = 0;
+	if (!t || hp_tls.busy)
+		return;
+	size_t depth = n < HP_CHUNK_EVENTS ? n : HP_CHUNK_EVENTS;
+	memcpy(stack, frames, depth * sizeof(stack[0]));
+	/* The writer is held off: tail stays, and we are the owner. */
+	for (uint32_t seq = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE); seq != t->head; seq++)
+		depth = replay(stack, depth, chunk_base(t, seq), t->chunk_len[slot_of(t, seq)]);
+	const struct hp_raw *start = chunk_base(t, t->head);
+	if (hp_tls.pos > start && hp_tls.pos <= start + HP_CHUNK_EVENTS)
+		depth = replay(stack, depth, start, (size_t)(hp_tls.pos - start));
+	depth = depth < HP_CHUNK_EVENTS ? depth : HP_CHUNK_EVENTS;
+	for (size_t i = 0; i < depth; i++)
+		inherited.ev[i] = (struct hp_raw){ .addr = stack[i], .tick = tick };
+	inherited.n = depth;
+	inherited.tid = 0; /* the child's thread id, set there */
+}
+
+size_t hp_buffer_keep_since_fork(void)
+{
+	struct hp_thread *t = hp_tls.thread;
+	inherited.n = 0;
+	if (!t || !t->wiped_on_fork)
+		return 0;
+	const struct hp_raw *start = chunk_base(t, t->head), *end = chunk_end(t);
+	const struct hp_raw *pos = hp_tls.pos < end ? hp_tls.pos : end;
+	const struct hp_raw *first = start;
+	while (first < pos && !first->tick)
+		first++;
+	inherited.n = pos > first ? (size_t)(pos - first) : 0;
+	memcpy(inherited.ev, first, inherited.n * sizeof(*first));
+	inherited.tid = hp_gettid();
+	return inherited.n;
+}
+
+/* Our own signal stack goes with the buffer, unless we run on it now. */
+static int may_unmap_own(struct hp_thread *t)
+{
+	stack_t cur;
+	if (!t->signal_stack || sigaltstack(NULL, &cur))
+		return 1;
+	if (cur.ss_flags & SS_ONSTACK)
+		return 0;
+	drop_signal_stack(t);
+	return 1;
+}
+
+void hp_buffer_reset_in_child(int whole)
+{
+	struct hp_thread *next;
+	for (struct hp_thread *t = hp_threads; t; t = next) {
+		next = t->next;
+		if (t == hp_tls.thread && !may_unmap_own(t))
+			continue;
+		/* The encoder's stack may have been growing at a raw fork. */
+		if (whole)
+			hp_enc_stream_free(&t->enc);
+		hp_pages_free(t->base, t->map_bytes);
+	}
+	hp_threads = NULL;
+	pthread_mutex_init(&hp_threads_lock, NULL);
+	next_stream = 0;
+	finished = 0;
+	if (!inherited.tid)
+		inherited.tid = hp_gettid();
+	/* From the slow path (a raw fork found out), still inside it. */
+	hp_tls = (struct hp_tls){ .busy = hp_tls.busy };
 }

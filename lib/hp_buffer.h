@@ -64,6 +64,7 @@ struct hp_thread {
 	char name[16];
 	void *signal_stack;      /* ours, if we installed one for the owner */
 	struct hp_unwind_stack root; /* callers of its first instrumented frame */
+	uint32_t wiped_on_fork;  /* a forked child finds the events zeroed (MADV_WIPEONFORK) */
 	/* Consumer's state, under the writer's lock. */
 	struct hp_enc_stream enc;
 	uint32_t next_seq;       /* chunk expected next; another means a gap */
@@ -159,6 +160,27 @@ void hp_buffer_release(struct hp_thread *t, uint32_t seq) HP_HIDDEN;
 size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch,
 				  uint32_t *seq, int in_signal) HP_HIDDEN;
 void hp_buffer_free_thread(struct hp_thread *t) HP_HIDDEN;
+
+/*
+ * Fork. A child is traced afresh, as a new process whose forking thread
+ * starts with inherited events: after fork(), an enter of each frame open
+ * at the fork (at the fork's tick), so that their exits in the child are
+ * matched; after a raw fork (no atfork handlers), the events the child
+ * recorded before it found out it is a child.
+ */
+/* In the parent, before fork(), under the writer's lock: the calling
+ * thread's open frames are `frames` (as of the chunks consumed) plus its
+ * chunks not consumed yet; they become the child's inherited events. */
+void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick) HP_HIDDEN;
+/* In a raw fork's child: keeps the events recorded since the fork (the
+ * slots before them were wiped); their number. */
+size_t hp_buffer_keep_since_fork(void) HP_HIDDEN;
+/* In a child: forgets every thread (only the calling one exists, and it
+ * starts again at its next event, with the inherited events); `whole`: the
+ * encoder's memory is consistent (fork() ran our handlers) and freed too. */
+void hp_buffer_reset_in_child(int whole) HP_HIDDEN;
+/* The calling thread's buffer, if it has inherited events to hold. */
+void hp_buffer_start_self(void) HP_HIDDEN;
 
 /* After the final flush nobody consumes: owners stop waiting. */
 void hp_buffer_set_finished(void) HP_HIDDEN;

@@ -34,6 +34,13 @@ enum hp_record_type {
 	HP_REC_END = 7,     /* totals; its absence marks an incomplete trace */
 	HP_REC_CRASH = 9,   /* (1.1) the fatal signal and the crashing thread's stack */
 	HP_REC_STACK = 10,  /* (1.1) a stream's callers above its first instrumented frame */
+	HP_REC_PARENT = 11, /* (1.1) the parent process, and the fork this one came from */
+};
+
+/* PARENT flags. */
+enum hp_parent_flags {
+	HP_PARENT_FORKED = 1, /* a forked copy of a traced process (its trace is named) */
+	HP_PARENT_FRAMES = 2, /* stream 0 begins with an enter of each frame open at the fork */
 };
 
 enum hp_clock_source {

@@ -1,6 +1,6 @@
 /*
- * hp_interpose.c - C library functions the shared library replaces: exit()
- * and dlclose(). Only in libhookprof.so: in libhookprof.a they would clash
+ * hp_interpose.c - C library functions the shared library replaces: exit(),
+ * dlclose() and daemon(). Only in libhookprof.so: in libhookprof.a they would clash
  * with libc.a's in a -static link. Each finds the C library's own with
  * dlsym(RTLD_NEXT) and calls it.
  */
@@ -68,4 +68,25 @@ HP_EXPORT int dlclose(void *handle)
 	}
 	hp_runtime_objects_changing();
 	return next(handle);
+}
+
+/*
+ * daemon, interposed: its parent ends with _exit() inside the C library,
+ * which runs no destructor, so the parent's trace would have no end. The
+ * fork handler finishes it in the parent instead (hp_runtime.h).
+ */
+HP_EXPORT int daemon(int nochdir, int noclose)
+{
+	static int (*real_daemon)(int, int);
+	int (*next)(int, int) = __atomic_load_n(&real_daemon, __ATOMIC_ACQUIRE);
+	if (!next) {
+		next = (int (*)(int, int))dlsym(RTLD_NEXT, "daemon");
+		if (!next)
+			return -1;
+		__atomic_store_n(&real_daemon, next, __ATOMIC_RELEASE);
+	}
+	hp_runtime_daemon_forking(1);
+	int rc = next(nochdir, noclose);
+	hp_runtime_daemon_forking(0);
+	return rc;
 }

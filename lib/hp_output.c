@@ -18,6 +18,11 @@
 #define FLUSH_AT (1u << 20)
 
 static char path[4096];
+/* Where relative names are resolved: the working directory of the first
+ * trace's start. A forked child's trace goes beside its parent's, even if
+ * the child changed directory (daemon) before its first event. */
+static char base_dir[4096];
+static int keep_base_dir;
 static int out_fd = -1;
 static dev_t out_dev;
 static ino_t out_ino;
@@ -69,10 +74,12 @@ int hp_output_expand(const char *spec, const char *prog, int pid, char *out, siz
 /* Relative paths are made absolute now: the program may chdir later. */
 static int make_absolute(char *p, size_t len)
 {
-	char cwd[4096], tmp[4096];
+	char tmp[4096];
 	if (p[0] == '/')
 		return 0;
-	if (!getcwd(cwd, sizeof(cwd)) || snprintf(tmp, sizeof(tmp), "%s/%s", cwd, p) >= (int)sizeof(tmp))
+	if (!keep_base_dir && !getcwd(base_dir, sizeof(base_dir)))
+		return -1;
+	if (snprintf(tmp, sizeof(tmp), "%s/%s", base_dir, p) >= (int)sizeof(tmp))
 		return -1;
 	if (strlen(tmp) >= len)
 		return -1;
@@ -242,4 +249,20 @@ int hp_output_flush(void)
 	pending_len = 0;
 	errno = saved;
 	return rc;
+}
+
+void hp_output_reset_in_child(void)
+{
+	struct stat st;
+	/* The parent's trace: ours to close only if the number is still ours. */
+	if (out_fd >= 0 && is_trace_file(out_fd, &st))
+		close(out_fd);
+	out_fd = -1;
+	hp_pages_free(pending, PENDING_BYTES);
+	pending = NULL;
+	pending_len = 0;
+	failed = 0;
+	renamed = 0;
+	path[0] = 0;
+	keep_base_dir = base_dir[0] != 0;
 }

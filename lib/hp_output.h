@@ -35,6 +35,10 @@ void hp_output_end(uint8_t *end) HP_HIDDEN;
 int hp_output_flush(void) HP_HIDDEN;
 size_t hp_output_pending(void) HP_HIDDEN;
 
+/* In a forked child: forgets the parent's trace (closes our descriptor of
+ * it); hp_output_create then makes the child's. */
+void hp_output_reset_in_child(void) HP_HIDDEN;
+
 /* Builds a path for a name pattern (exposed for the unit tests). */
 int hp_output_expand(const char *spec, const char *prog, int pid, char *out,
 		     size_t outlen) HP_HIDDEN;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../include/hookprof.h"
@@ -36,6 +37,23 @@ static uint32_t finishing_tid; /* the thread writing the end */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static uint64_t lost[HP_LOST_LATE + 1];
 static struct hp_config config;
+
+/* A forked child's PARENT record; pid 0 in a process that was not forked
+ * from a traced one. */
+static struct {
+	uint32_t pid;
+	uint32_t flags; /* HP_PARENT_* */
+	uint64_t tick;
+	char trace[4096];
+} parent;
+/* 1 in the traced process; a page wiped in a forked child (MADV_WIPEONFORK),
+ * still 1 in a child that shares our memory (vfork, CLONE_VM). */
+static uint32_t *memory_mark;
+/* This thread's before_fork holds the writer's lock (another thread's may
+ * have failed to take it meanwhile). */
+static __thread int fork_prepared;
+static uint32_t daemon_forking; /* tid of a thread in daemon(), whose parent half will _exit */
+static int atfork_registered;
 
 /* Program-terminating signals whose default action would lose the trace. */
 static const int fatal_signals[] = { SIGSEGV, SIGBUS,  SIGILL,  SIGFPE,    SIGABRT, SIGTRAP,
@@ -113,9 +131,11 @@ static void wait_until_finished(int in_signal)
 			    in_signal ? FINISH_WAIT_SIGNAL_MS : FINISH_WAIT_MS);
 }
 
+static int tracing_here(int in_signal);
+
 static void finish(int in_signal)
 {
-	if (hp_runtime_in_child())
+	if (!tracing_here(in_signal))
 		return;
 	int expected = STATE_TRACING;
 	if (!__atomic_compare_exchange_n(&state, &expected, STATE_FINISHING, 0, __ATOMIC_ACQ_REL,
@@ -166,8 +186,8 @@ static void install_signal_handlers(void)
 	}
 }
 
-/* The child has no writer thread and must not append to its parent's trace. */
-static void after_fork_in_child(void)
+/* A child that is not traced: no writer thread, and not its parent's trace. */
+static void stop_tracing_in_child(void)
 {
 	__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
 	hp_writer_forget();
@@ -175,16 +195,154 @@ static void after_fork_in_child(void)
 	hp_tls = (struct hp_tls){ .retired = HP_UNTRACED };
 }
 
-/* A child made without fork()'s handlers (_Fork, syscall(SYS_fork), clone)
- * still believes it traces, with no writer thread: it must neither wait
- * for one nor write its parent's trace. */
-int hp_runtime_in_child(void)
+/*
+ * A child with memory of its own becomes a new traced process: its trace
+ * starts at its next event (a child that only execs leaves none), and its
+ * forking thread starts with the events hp_buffer keeps for it.
+ */
+static void trace_child_afresh(uint32_t flags, uint64_t fork_tick)
+{
+	parent.pid = (uint32_t)traced_pid;
+	parent.flags = flags;
+	parent.tick = fork_tick;
+	snprintf(parent.trace, sizeof(parent.trace), "%s", hp_output_path());
+	int whole = flags & HP_PARENT_FRAMES; /* our handlers ran: all is consistent */
+	hp_writer_reset_in_child(whole);
+	hp_buffer_reset_in_child(whole);
+	hp_output_reset_in_child();
+	memset(lost, 0, sizeof(lost));
+	finishing_tid = 0;
+	init_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	/* Release: the reset state is visible before an event sees NEW. */
+	__atomic_store_n(&state, STATE_NEW, __ATOMIC_RELEASE);
+}
+
+static void before_fork(void)
+{
+	fork_prepared = 0;
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_tls.busy ||
+	    hp_writer_lock_for_fork())
+		return;
+	fork_prepared = 1;
+	uint64_t tick = hp_tick();
+	static uint64_t frames[HP_CHUNK_EVENTS];
+	size_t n = hp_tls.thread ? hp_writer_open_frames(hp_tls.thread, frames, HP_CHUNK_EVENTS) : 0;
+	hp_buffer_note_fork(frames, n, tick);
+	parent.tick = tick;
+}
+
+static void after_fork_in_parent(void)
+{
+	if (fork_prepared)
+		hp_writer_unlock_after_fork();
+	if (__atomic_load_n(&daemon_forking, __ATOMIC_RELAXED) == hp_gettid())
+		finish(0);
+}
+
+void hp_runtime_daemon_forking(int on)
+{
+	__atomic_store_n(&daemon_forking, on ? hp_gettid() : 0, __ATOMIC_RELAXED);
+}
+
+static void after_fork_in_child(void)
+{
+	daemon_forking = 0;
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW) {
+		/* A child not traced yet forked: this one too starts as a new
+		 * process at its first event. */
+		parent.pid = 0;
+		parent.trace[0] = 0;
+		return;
+	}
+	if (fork_prepared && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_TRACING)
+		trace_child_afresh(HP_PARENT_FORKED | HP_PARENT_FRAMES, parent.tick);
+	else
+		stop_tracing_in_child();
+}
+
+enum child_kind { NOT_A_CHILD, CHILD_OWN_MEMORY, CHILD_SHARED_MEMORY };
+
+/*
+ * The one place that tells a child made without fork()'s handlers (_Fork,
+ * syscall(SYS_fork), clone) from its parent, and a child with memory of its
+ * own from one that shares ours (vfork, CLONE_VM: whatever it does to our
+ * state, its parent sees). A system call: for the slow path only.
+ */
+static enum child_kind child_kind(void)
 {
 	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
 	if (s != STATE_TRACING || likely(getpid() == traced_pid))
+		return NOT_A_CHILD;
+	if (!memory_mark || __atomic_load_n(memory_mark, __ATOMIC_RELAXED))
+		return CHILD_SHARED_MEMORY;
+	return CHILD_OWN_MEMORY;
+}
+
+/* A raw fork's child is traced afresh from its first event after the
+ * fork; the frames open at the fork are not known (their exits are exits
+ * of functions not on the stack). */
+static int in_child(int may_restart)
+{
+	switch (child_kind()) {
+	case NOT_A_CHILD:
 		return 0;
-	after_fork_in_child();
+	case CHILD_OWN_MEMORY:
+		if (may_restart) {
+			hp_buffer_keep_since_fork();
+			trace_child_afresh(HP_PARENT_FORKED, 0);
+			return 1;
+		}
+		/* fall through */
+	case CHILD_SHARED_MEMORY:
+		break;
+	}
+	stop_tracing_in_child();
 	return 1;
+}
+
+int hp_runtime_in_child(void)
+{
+	return in_child(1);
+}
+
+/* Tracing in this very process, a raw fork's child found out and traced
+ * afresh: the trace can be flushed or finished. */
+static int tracing_here(int in_signal)
+{
+	if (in_child(!in_signal)) {
+		if (!hp_runtime_ready())
+			return 0;
+		hp_buffer_start_self();
+	}
+	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_OFF;
+}
+
+/* PARENT: who forked this process, or its parent process. */
+static void parent_record(void)
+{
+	size_t len = strlen(parent.trace);
+	uint8_t *p = hp_output_begin(HP_REC_PARENT, 20 + len);
+	if (!p)
+		return;
+	hp_le32(p, parent.pid ? parent.pid : (uint32_t)getppid());
+	hp_le32(p + 4, parent.pid ? parent.flags : 0);
+	hp_le64(p + 8, parent.tick);
+	p = put_string(p + 16, parent.trace, len);
+	hp_output_end(p);
+}
+
+static void mark_own_memory(void)
+{
+	if (!memory_mark) {
+		uint32_t *page = hp_pages_alloc(4096);
+		if (page && madvise(page, 4096, MADV_WIPEONFORK)) {
+			hp_pages_free(page, 4096);
+			page = NULL;
+		}
+		memory_mark = page;
+	}
+	if (memory_mark)
+		*memory_mark = 1;
 }
 
 static void runtime_init(void)
@@ -203,17 +361,21 @@ static void runtime_init(void)
 		errno = saved;
 		return;
 	}
-	if (hp_output_renamed() && config.output)
+	/* A forked child's numbered name is the rule, not a surprise. */
+	if (hp_output_renamed() && config.output && !parent.pid)
 		hp_warn("'%s' exists; the trace goes to '%s'", config.output, hp_output_path());
 	traced_pid = getpid();
 	process_record();
+	parent_record();
 	hp_writer_clock_record();
 	hp_modules_write(1);
 	hp_output_flush();
 	if (config.mode == HP_MODE_STREAM)
 		hp_writer_start();
 	install_signal_handlers();
-	pthread_atfork(NULL, NULL, after_fork_in_child);
+	mark_own_memory();
+	if (!atfork_registered)
+		atfork_registered = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
 	/* Release: every setting above is visible before an event sees TRACING. */
 	__atomic_store_n(&state, STATE_TRACING, __ATOMIC_RELEASE);
 	errno = saved;
@@ -239,7 +401,7 @@ __attribute__((destructor(101))) static void runtime_destructor(void)
 
 HP_EXPORT int hookprof_flush(void)
 {
-	if (!hp_runtime_ready())
+	if (!hp_runtime_ready() || !tracing_here(0))
 		return -1;
 	hp_buffer_publish_self();
 	return hp_writer_flush_all();

@@ -16,6 +16,9 @@ uint64_t hp_runtime_lost(uint32_t reason) HP_HIDDEN;
 /* 1 (and tracing is off from now on) in a child that fork()'s handlers did
  * not reach. A system call: for the slow path only. */
 int hp_runtime_in_child(void) HP_HIDDEN;
+/* daemon() is about to fork (1) or is done (0): its parent will _exit()
+ * right after the fork, so the fork handler finishes the parent's trace. */
+void hp_runtime_daemon_forking(int on) HP_HIDDEN;
 /* An object is about to be unloaded: write the module map while it is there. */
 void hp_runtime_objects_changing(void) HP_HIDDEN;
 

@@ -25,6 +25,7 @@
  * run killed early should still have one. */
 #define FIRST_HOUSEKEEPING_NS 20000000ull
 #define SIGNAL_WAIT_MS 2000
+#define FORK_LOCK_WAIT_MS 2000
 
 static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hp_dict dict;
@@ -439,5 +440,44 @@ int hp_writer_finish(int in_signal)
 void hp_writer_forget(void)
 {
 	__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
+	pthread_mutex_init(&writer_lock, NULL);
+}
+
+/* ---- fork ------------------------------------------------------------ */
+
+int hp_writer_lock_for_fork(void)
+{
+	/* Bounded: a fork from a signal handler may have interrupted this
+	 * very thread inside the lock. */
+	return hp_mutex_lock_bounded(&writer_lock, 1, FORK_LOCK_WAIT_MS);
+}
+
+void hp_writer_unlock_after_fork(void)
+{
+	pthread_mutex_unlock(&writer_lock);
+}
+
+size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t max)
+{
+	size_t n = t->enc.depth < max ? t->enc.depth : max;
+	for (size_t i = 0; i < n; i++)
+		frames[i] = dict.addr_of[t->enc.stack[i]];
+	return n;
+}
+
+void hp_writer_reset_in_child(int whole)
+{
+	/* After a raw fork the writer may have been growing the dictionary:
+	 * its sizes cannot be trusted to unmap by, and it is left. */
+	if (whole) {
+		hp_pages_free(scratch, HP_CHUNK_BYTES);
+		hp_dict_free(&dict);
+	}
+	scratch = NULL;
+	dict = (struct hp_dict){ 0 };
+	threaded = broken = 0;
+	wake_seq = sleeping = stop = done = 0;
+	events_written = lost_in_threads = 0;
+	streams_written = 0;
 	pthread_mutex_init(&writer_lock, NULL);
 }

@@ -332,6 +332,17 @@ static int parse_lost(struct hp_trace_info *info, struct cursor *c)
 	return 0;
 }
 
+static int parse_parent(struct hp_trace_info *info, struct cursor *c)
+{
+	info->parent_pid = take32(c);
+	info->parent_flags = take32(c);
+	info->fork_tick = take64(c);
+	free(info->parent_trace);
+	info->parent_trace = take_string(c);
+	info->has_parent = info->parent_trace != NULL;
+	return info->has_parent ? 0 : -1;
+}
+
 static int parse_end(struct hp_trace_info *info, struct cursor *c)
 {
 	info->end_events = take64(c);
@@ -398,6 +409,7 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 	case HP_REC_END: rc = parse_end(info, &c); break;
 	case HP_REC_CRASH: rc = parse_crash(info, &c); break;
 	case HP_REC_STACK: rc = parse_stack(info, &c); break;
+	case HP_REC_PARENT: rc = parse_parent(info, &c); break;
 	default: return 0; /* EVENTS are the decoder's; unknown types are skipped */
 	}
 	if (rc || c.bad) {
@@ -413,6 +425,7 @@ void hp_trace_info_free(struct hp_trace_info *info)
 		free(info->argv[i]);
 	free(info->argv);
 	free(info->exe);
+	free(info->parent_trace);
 	for (size_t i = 0; i < info->nmodules; i++) {
 		free(info->modules[i].path);
 		free(info->modules[i].seg);

@@ -75,6 +75,12 @@ struct hp_trace_info {
 	uint64_t end_events, end_lost;
 	uint32_t stream_limit; /* stream ids from here on are corrupt; 0: HP_STREAMS_MAX */
 	struct hp_crash crash;
+	/* PARENT (format 1.1; absent in older traces: has_parent 0). */
+	int has_parent;
+	uint32_t parent_pid;
+	uint32_t parent_flags; /* HP_PARENT_* */
+	uint64_t fork_tick;
+	char *parent_trace;    /* "" unless forked */
 };
 
 #define HP_STREAMS_MAX (1u << 24)

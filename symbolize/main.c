@@ -20,6 +20,7 @@
 #include "hp_analyze.h"
 #include "hp_config.h"
 #include "hp_format.h"
+#include "hp_procs.h"
 #include "hp_report.h"
 #include "hp_symbols.h"
 
@@ -34,14 +35,20 @@ static const char usage_text[] =
 	"commands:\n"
 	"  record [options] [--] PROGRAM [ARGS...]\n"
 	"      run PROGRAM with libhookprof preloaded; the trace is written when it exits\n"
-	"      -o, --output=FILE     trace file (default ./PROGRAM-PID.hookprof); replaced if it exists\n"
+	"      -o, --output=FILE     trace file (default ./PROGRAM-PID.hookprof); replaced if it exists;\n"
+	"                            a forked child's trace is FILE.1, FILE.2, ...\n"
+	"      -d, --dir=DIR         every process of the tree into DIR (made if missing), each as\n"
+	"                            PROGRAM-PID.hookprof; without -o or -d they go to ./\n"
 	"      --mode=stream|ring    stream (default): every event; ring: the last --buffer per thread\n"
 	"      --buffer=SIZE         per-thread buffer, e.g. 512K, 8M (default 8M; rounded down\n"
 	"                            to a power of two)\n"
 	"      --clock=tsc|monotonic timestamp source (default tsc, when invariant)\n"
-	"  report [options] [TRACE...]\n"
+	"  report [options] [TRACE|DIR...]\n"
 	"      flat profile: calls, total (inclusive), self, avg, min and max per call;\n"
-	"      several traces are merged; no TRACE: the newest *.hookprof here\n"
+	"      several traces are merged; a DIR stands for every trace in it (a process\n"
+	"      tree from record -d); no TRACE: the newest *.hookprof here\n"
+	"      --per-process         one section per process (pid, parent pid, program),\n"
+	"                            parents before their children, instead of one merged table\n"
 	"      --format=table|csv    (default table)\n"
 	"      --sort=self|total|calls|avg|max|name  (default self)\n"
 	"      --limit=N             print the first N functions only\n"
@@ -97,6 +104,7 @@ static int find_library(char *out, size_t len)
 
 struct record_opts {
 	const char *output;
+	const char *dir;
 	const char *mode;
 	const char *buffer;
 	const char *clock;
@@ -124,16 +132,95 @@ static int check_record_opts(const struct record_opts *o)
 	return 0;
 }
 
-/* The default name is the runtime's own, with the child's pid. */
-static void trace_name(const struct record_opts *o, const char *prog, pid_t pid, char *out,
-		       size_t len)
+/* A trace's name: *.hookprof, or a numbered *.hookprof.N. */
+static int is_trace_name(const char *name)
 {
-	const char *base = strrchr(prog, '/');
-	base = base ? base + 1 : prog;
-	if (o->output)
-		snprintf(out, len, "%s", o->output);
-	else
-		snprintf(out, len, "%s-%d.hookprof", base, (int)pid);
+	const char *dot = strstr(name, ".hookprof");
+	if (!dot || dot == name)
+		return 0;
+	const char *rest = dot + 9;
+	if (!*rest)
+		return 1;
+	if (*rest != '.' || !rest[1])
+		return 0;
+	return strspn(rest + 1, "0123456789") == strlen(rest + 1);
+}
+
+struct names {
+	char **v;
+	size_t n;
+};
+
+static void names_free(struct names *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	*l = (struct names){ 0 };
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The regular files in dir named like traces, sorted; -1 if dir cannot be read. */
+static int list_traces(const char *dir, struct names *l)
+{
+	*l = (struct names){ 0 };
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char **v;
+		if (!is_trace_name(e->d_name) || !(v = realloc(l->v, (l->n + 1) * sizeof(*v))))
+			continue;
+		l->v = v;
+		if ((l->v[l->n] = strdup(e->d_name)))
+			l->n++;
+	}
+	closedir(d);
+	qsort(l->v, l->n, sizeof(*l->v), by_name);
+	return 0;
+}
+
+static int listed(const struct names *l, const char *name)
+{
+	return bsearch(&name, l->v, l->n, sizeof(*l->v), by_name) != NULL;
+}
+
+/* Where the traces of the tree go: the directory record lists, and what
+ * HOOKPROF_OUTPUT says. -o FILE: the root's is FILE, a forked child's
+ * FILE.N beside it (the runtime's numbered names); otherwise DIR (or the
+ * working directory) holds PROGRAM-PID.hookprof of each process. */
+struct destination {
+	char dir[PATH_MAX];
+	char output[PATH_MAX];
+	const char *shown; /* prefix of the names record prints ("" for ./) */
+};
+
+static int destination(const struct record_opts *o, struct destination *d)
+{
+	if (o->output) {
+		snprintf(d->output, sizeof(d->output), "%s", o->output);
+		snprintf(d->dir, sizeof(d->dir), "%s", o->output);
+		char *slash = strrchr(d->dir, '/');
+		if (!slash)
+			snprintf(d->dir, sizeof(d->dir), ".");
+		else
+			slash[slash == d->dir] = 0;
+		d->shown = NULL;
+		return 0;
+	}
+	const char *dir = o->dir ? o->dir : ".";
+	if (o->dir && mkdir(dir, 0755) && errno != EEXIST)
+		return -1;
+	if (!realpath(dir, d->output))
+		return -1;
+	snprintf(d->dir, sizeof(d->dir), "%s", dir);
+	d->shown = o->dir ? o->dir : "";
+	return 0;
 }
 
 static int wait_exit_status(pid_t pid)
@@ -147,20 +234,67 @@ static int wait_exit_status(pid_t pid)
 	return WEXITSTATUS(status);
 }
 
+static void print_written(const struct destination *d, const char *name)
+{
+	const char *sep = d->shown && *d->shown && d->shown[strlen(d->shown) - 1] != '/' ? "/" : "";
+	if (!d->shown) /* -o: as the user named it, the children beside it */
+		fprintf(stderr, "hookprof: trace written to %s%s%s\n",
+			strcmp(d->dir, ".") ? d->dir : "", strcmp(d->dir, ".") ? "/" : "", name);
+	else
+		fprintf(stderr, "hookprof: trace written to %s%s%s\n", d->shown, sep, name);
+}
+
+/* Names every trace the run wrote: the root's first. */
+static void report_written(const struct destination *d, const struct names *before, pid_t pid,
+			   const char *prog)
+{
+	struct names after;
+	char root[PATH_MAX];
+	const char *base = strrchr(d->output, '/');
+	if (!d->shown)
+		snprintf(root, sizeof(root), "%s", base ? base + 1 : d->output);
+	else
+		snprintf(root, sizeof(root), "-%d.hookprof", (int)pid);
+	size_t found = 0;
+	if (list_traces(d->dir, &after) == 0) {
+		if (!d->shown && access(d->output, F_OK) == 0) {
+			fprintf(stderr, "hookprof: trace written to %s\n", d->output);
+			found++;
+		}
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t i = 0; i < after.n; i++) {
+				const char *n = after.v[i];
+				size_t ln = strlen(n), lr = strlen(root);
+				int is_root = d->shown ? ln > lr && !strcmp(n + ln - lr, root) : !strcmp(n, root);
+				if (listed(before, n) || (is_root != (pass == 0)) || (is_root && !d->shown))
+					continue;
+				print_written(d, n);
+				found++;
+			}
+	}
+	names_free(&after);
+	if (!found)
+		fprintf(stderr, "hookprof: %s wrote no trace (was it built with -finstrument-functions?)\n",
+			prog);
+}
+
 static int run_recorded(const struct record_opts *o, const char *lib, char **argv)
 {
+	struct destination d;
+	struct names before;
+	if (destination(o, &d))
+		return print_error(o->dir ? "cannot make the directory for the traces" : "cannot resolve the working directory"), 1;
+	if (o->output)
+		unlink(o->output); /* -o asks for that name: an old trace goes */
+	list_traces(d.dir, &before); /* a directory not there yet holds no old trace */
 	int ready[2];
 	if (pipe2(ready, O_CLOEXEC))
-		return print_error("cannot create a pipe"), 1;
+		return names_free(&before), print_error("cannot create a pipe"), 1;
 	pid_t pid = fork();
 	if (pid < 0)
-		return print_error("cannot fork"), 1;
+		return names_free(&before), print_error("cannot fork"), 1;
 	if (pid == 0) {
-		char output[PATH_MAX];
-		trace_name(o, argv[0], getpid(), output, sizeof(output));
-		if (o->output)
-			unlink(output); /* -o asks for that name: an old trace goes */
-		if (set_record_env(o, lib, output) == 0)
+		if (set_record_env(o, lib, d.output) == 0)
 			execvp(argv[0], argv);
 		int e = errno;
 		ssize_t w = write(ready[1], &e, sizeof(e));
@@ -176,16 +310,12 @@ static int run_recorded(const struct record_opts *o, const char *lib, char **arg
 	close(ready[0]);
 	int status = wait_exit_status(pid);
 	if (got == sizeof(exec_errno)) {
+		names_free(&before);
 		fprintf(stderr, "hookprof: cannot run '%s': %s\n", argv[0], strerror(exec_errno));
 		return 127;
 	}
-	char output[PATH_MAX];
-	trace_name(o, argv[0], pid, output, sizeof(output));
-	if (access(output, F_OK) == 0)
-		fprintf(stderr, "hookprof: trace written to %s\n", output);
-	else
-		fprintf(stderr, "hookprof: %s wrote no trace (was it built with -finstrument-functions?)\n",
-			argv[0]);
+	report_written(&d, &before, pid, argv[0]);
+	names_free(&before);
 	return status;
 }
 
@@ -193,14 +323,16 @@ static int cmd_record(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' }, { "mode", required_argument, NULL, 'm' },
+		{ "dir", required_argument, NULL, 'd' },
 		{ "buffer", required_argument, NULL, 'b' }, { "clock", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { 0 };
 	int c;
-	while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:d:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o.output = optarg; break;
+		case 'd': o.dir = optarg; break;
 		case 'm': o.mode = optarg; break;
 		case 'b': o.buffer = optarg; break;
 		case 'c': o.clock = optarg; break;
@@ -210,6 +342,8 @@ static int cmd_record(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return usage_error("%s", "record needs a program to run");
+	if (o.output && o.dir)
+		return usage_error("%s", "record takes -o or -d, not both");
 	int bad = check_record_opts(&o);
 	if (bad)
 		return bad;
@@ -395,6 +529,7 @@ static void print_header(FILE *out, const struct hp_analysis *a)
 struct report_opts {
 	int csv;
 	int partial;
+	int per_process;
 	enum hp_sort sort;
 	size_t limit;
 };
@@ -453,11 +588,145 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 	return 0;
 }
 
+/* One process of a per-process report: its header lines and its rows. */
+struct section {
+	char *text;
+	size_t len;
+	struct hp_rows rows;
+};
+
+static void section_title(FILE *out, const struct hp_analysis *a, unsigned depth)
+{
+	const struct hp_trace_info *in = &a->info;
+	fprintf(out, "## %*sprocess %u, parent %u: %s", (int)depth * 2, "", in->pid,
+		in->has_parent ? in->parent_pid : 0, in->exe ? in->exe : "?");
+	for (uint32_t i = 1; i < in->argc; i++)
+		fprintf(out, " %s", in->argv[i]);
+	fprintf(out, " (%s)\n", a->path);
+}
+
+/* Reads one trace into its section; fills proc for the ordering. */
+static int read_section(const struct report_opts *o, const char *path, struct section *sec,
+			struct hp_proc *proc, char *err, size_t errlen)
+{
+	struct hp_analysis a;
+	if (hp_analyze(path, o->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0, NULL, NULL, &a, err, errlen))
+		return -1;
+	*proc = (struct hp_proc){ a.info.pid, a.info.has_parent ? a.info.parent_pid : 0,
+				  a.info.start_realtime_ns };
+	FILE *f = open_memstream(&sec->text, &sec->len);
+	int rc = f ? 0 : -1;
+	if (f) {
+		section_title(f, &a, 0);
+		if (!o->csv)
+			print_header(f, &a);
+		fclose(f);
+	}
+	if (!rc)
+		rc = hp_rows_add(&sec->rows, &a, err, errlen);
+	hp_analysis_free(&a);
+	if (!rc)
+		hp_rows_finish(&sec->rows, o->sort);
+	return rc;
+}
+
+/* The title again, indented as deep as the process is in the tree. */
+static void print_section(const struct report_opts *o, const struct section *sec, unsigned depth)
+{
+	const char *nl = memchr(sec->text, '\n', sec->len);
+	const char *title_end = nl ? nl + 1 : sec->text + sec->len;
+	printf("## %*s%.*s", (int)depth * 2, "", (int)(title_end - sec->text - 3), sec->text + 3);
+	fwrite(title_end, 1, sec->len - (size_t)(title_end - sec->text), stdout);
+	if (o->csv)
+		hp_rows_print_csv(stdout, &sec->rows, o->limit);
+	else
+		hp_rows_print_table(stdout, &sec->rows, o->limit);
+	putchar('\n');
+}
+
+static int report_per_process(const struct report_opts *o, char **paths, int n)
+{
+	struct section *sec = calloc((size_t)n, sizeof(*sec));
+	struct hp_proc *procs = calloc((size_t)n, sizeof(*procs));
+	size_t *order = calloc((size_t)n, sizeof(*order));
+	unsigned *depth = calloc((size_t)n, sizeof(*depth));
+	char err[ERRLEN] = "out of memory";
+	int rc = sec && procs && order && depth ? 0 : -1;
+	for (int i = 0; i < n && !rc; i++)
+		rc = read_section(o, paths[i], &sec[i], &procs[i], err, sizeof(err));
+	if (!rc)
+		rc = hp_procs_order(procs, (size_t)n, order, depth);
+	for (int i = 0; i < n && !rc; i++)
+		print_section(o, &sec[order[i]], depth[i]);
+	if (!rc && fflush(stdout))
+		snprintf(err, sizeof(err), "cannot write the report to standard output"), rc = -1;
+	for (int i = 0; sec && i < n; i++) {
+		for (size_t j = 0; !rc && j < sec[i].rows.nproblems; j++)
+			warn_names(sec[i].rows.problem[j]);
+		free(sec[i].text);
+		hp_rows_free(&sec[i].rows);
+	}
+	free(sec), free(procs), free(order), free(depth);
+	return rc ? print_error(err) : 0;
+}
+
+/* Each DIR among the arguments becomes the traces in it. */
+static int expand_dirs(char **args, int n, struct names *out, char *err, size_t errlen)
+{
+	*out = (struct names){ 0 };
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		struct names in = { 0 };
+		int is_dir = stat(args[i], &st) == 0 && S_ISDIR(st.st_mode);
+		if (is_dir && list_traces(args[i], &in)) {
+			snprintf(err, errlen, "%s: cannot read the directory", args[i]);
+			return -1;
+		}
+		if (is_dir && !in.n) {
+			snprintf(err, errlen, "%s: no trace in this directory", args[i]);
+			return -1;
+		}
+		size_t add = is_dir ? in.n : 1;
+		char **v = realloc(out->v, (out->n + add) * sizeof(*v));
+		if (!v) {
+			names_free(&in);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		out->v = v;
+		for (size_t j = 0; j < add; j++) {
+			if (!is_dir)
+				v[out->n] = strdup(args[i]);
+			else if (asprintf(&v[out->n], "%s/%s", args[i], in.v[j]) < 0)
+				v[out->n] = NULL;
+			if (v[out->n])
+				out->n++;
+		}
+		names_free(&in);
+	}
+	return 0;
+}
+
+static int report_paths(const struct report_opts *o, char **args, int n)
+{
+	struct names all;
+	char err[ERRLEN];
+	if (expand_dirs(args, n, &all, err, sizeof(err))) {
+		names_free(&all);
+		return print_error(err);
+	}
+	int rc = o->per_process ? report_per_process(o, all.v, (int)all.n)
+				: report_traces(o, all.v, (int)all.n);
+	names_free(&all);
+	return rc;
+}
+
 static int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' }, { "sort", required_argument, NULL, 's' },
 		{ "limit", required_argument, NULL, 'l' },  { "partial", no_argument, NULL, 'p' },
+		{ "per-process", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
 	};
 	struct report_opts o = { 0 };
@@ -480,17 +749,18 @@ static int cmd_report(int argc, char **argv)
 				return usage_error("--limit must be a number, not '%s'", optarg);
 			break;
 		case 'p': o.partial = 1; break;
+		case 'P': o.per_process = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: return usage_error("%s", "bad option for report");
 		}
 	}
 	if (optind < argc)
-		return report_traces(&o, argv + optind, argc - optind);
+		return report_paths(&o, argv + optind, argc - optind);
 	char newest[PATH_MAX];
 	char *one[1] = { newest };
 	if (newest_trace(newest, sizeof(newest)))
 		return print_error("no trace given and no *.hookprof file in this directory");
-	return report_traces(&o, one, 1);
+	return report_paths(&o, one, 1);
 }
 
 /* ---- info and dump ----------------------------------------------------- */

@@ -64,7 +64,7 @@ static void write_file(const char *path, const char *content)
 static const uint8_t file_header[32] = {
 	'H', 'O', 'O', 'K', 'P', 'R', 'O', 'F', /* magic */
 	0x01, 0x00,                             /* major 1 */
-	0x01, 0x00,                             /* minor 1: CRASH and STACK records */
+	0x01, 0x00,                             /* minor 1 */
 	0x04, 0x03, 0x02, 0x01,                 /* byte-order mark */
 	0x20, 0x00, 0x00, 0x00,                 /* header size 32 */
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,     /* reserved */
@@ -206,6 +206,25 @@ START_TEST(test_create_relative_is_absolute)
 	ck_assert_str_eq(hp_output_path(), want);
 	/* a later chdir does not move the trace */
 	ck_assert_int_eq(chdir("/"), 0);
+	ck_assert_int_eq(hp_output_flush(), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(want, &st), 0);
+	ck_assert_int_eq(st.st_size, 32);
+}
+END_TEST
+
+START_TEST(test_child_trace_beside_parents)
+{
+	char want[PATH_MAX + 64];
+	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_int_eq(hp_output_create(NULL, "prog", 5, err, sizeof(err)), 0);
+	/* a forked child (daemon) changed directory before its first event */
+	ck_assert_int_eq(chdir("/"), 0);
+	hp_output_reset_in_child();
+	ck_assert_str_eq(hp_output_path(), "");
+	ck_assert_int_eq(hp_output_create(NULL, "prog", 6, err, sizeof(err)), 0);
+	snprintf(want, sizeof(want), "%s/prog-6.hookprof", dir);
+	ck_assert_str_eq(hp_output_path(), want);
 	ck_assert_int_eq(hp_output_flush(), 0);
 	struct stat st;
 	ck_assert_int_eq(stat(want, &st), 0);
@@ -393,6 +412,7 @@ static Suite *output_suite(void)
 	tcase_add_test(core, test_create_in_directory);
 	tcase_add_test(core, test_create_relative_is_absolute);
 	tcase_add_test(core, test_create_default_name);
+	tcase_add_test(core, test_child_trace_beside_parents);
 	tcase_add_test(core, test_records_after_header);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -583,44 +584,121 @@ static int child_forks(void *arg)
 {
 	(void)arg;
 	ENTER(FA);
-	EXIT(FA);
+	ENTER(FB);
 	pid_t pid = fork();
 	if (pid < 0)
 		return CHILD_FORK;
 	if (pid == 0) {
-		/* the grandchild is not traced and leaves the trace alone */
+		/* the grandchild has a trace of its own, beside its parent's */
 		for (int i = 0; i < 1000; i++) {
 			ENTER(FC);
 			EXIT(FC);
 		}
-		if (hookprof_trace_path() != NULL || hookprof_flush() != -1)
+		EXIT(FB);
+		EXIT(FA);
+		const char *mine = hookprof_trace_path();
+		if (!mine || strcmp(mine + strlen(mine) - 2, ".1") || hookprof_flush() != 0)
 			exit(CHILD_NOT_TRACED);
 		exit(0);
 	}
 	int status;
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
 		return CHILD_GRANDCHILD;
-	ENTER(FA);
+	EXIT(FB);
 	EXIT(FA);
 	return CHILD_OK;
 }
 
-START_TEST(test_fork_child_not_traced)
+static int files_in_dir(void)
 {
-	const char *const env[] = { "HOOKPROF_OUTPUT", path, NULL };
-	run_ok(env, child_forks, NULL);
-	analyze();
-	ck_assert_uint_eq(A.events, 4);
-	ck_assert_uint_eq(tk_calls_of(&A, FA), 2);
-	ck_assert_ptr_null(tk_stat_of(&A, FC));
-	/* one file only */
 	DIR *d = opendir(dir);
 	ck_assert_ptr_nonnull(d);
 	int files = 0;
 	for (struct dirent *de; (de = readdir(d));)
 		files += de->d_name[0] != '.';
 	closedir(d);
-	ck_assert_int_eq(files, 1);
+	return files;
+}
+
+static void analyze_numbered(const char *suffix)
+{
+	char parent_path[sizeof(path)];
+	strcpy(parent_path, path);
+	snprintf(path, sizeof(path), "%s%s", parent_path, suffix);
+	analyze();
+	strcpy(path, parent_path);
+}
+
+START_TEST(test_fork_child_own_trace)
+{
+	const char *const env[] = { "HOOKPROF_OUTPUT", path, NULL };
+	pid_t pid;
+	ck_assert_int_eq(run_child(env, child_forks, NULL, &pid), 0);
+	analyze();
+	ck_assert_uint_eq(A.events, 4);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 1);
+	ck_assert_ptr_null(tk_stat_of(&A, FC));
+	ck_assert_int_eq(A.info.has_parent, 1);
+	ck_assert_uint_eq(A.info.parent_flags, 0);
+	hp_analysis_free(&A);
+	/* the frames open at the fork are entered again: exact counts, no orphan */
+	analyze_numbered(".1");
+	ck_assert_uint_eq(A.events, 2 + 2000 + 2);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FB), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FC), 1000);
+	ck_assert_uint_eq(A.orphan_exits, 0);
+	ck_assert_uint_eq(tk_streams_seen(&A), 1);
+	ck_assert_uint_eq(A.info.parent_pid, (uint32_t)pid);
+	ck_assert_uint_eq(A.info.parent_flags, HP_PARENT_FORKED | HP_PARENT_FRAMES);
+	ck_assert_uint_ne(A.info.fork_tick, 0);
+	ck_assert_str_eq(A.info.parent_trace, path);
+	ck_assert_int_eq(files_in_dir(), 2);
+}
+END_TEST
+
+static int child_raw_forks(void *arg)
+{
+	(void)arg;
+	ENTER(FA);
+	pattern_ab(1000);
+	pid_t pid = (pid_t)syscall(SYS_fork);
+	if (pid < 0)
+		return CHILD_FORK;
+	if (pid == 0) {
+		/* 5000 calls cross chunks of 4096 events: found out at the first */
+		for (int i = 0; i < 5000; i++) {
+			ENTER(FC);
+			EXIT(FC);
+		}
+		EXIT(FA);
+		exit(0);
+	}
+	int status;
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return CHILD_GRANDCHILD;
+	EXIT(FA);
+	return CHILD_OK;
+}
+
+START_TEST(test_raw_fork_child_own_trace)
+{
+	const char *const env[] = { "HOOKPROF_OUTPUT", path, NULL };
+	pid_t pid;
+	ck_assert_int_eq(run_child(env, child_raw_forks, NULL, &pid), 0);
+	analyze();
+	ck_assert_uint_eq(A.events, 4002);
+	ck_assert_ptr_null(tk_stat_of(&A, FC));
+	hp_analysis_free(&A);
+	analyze_numbered(".1");
+	/* the parent's events before the fork are not the child's; FA's enter
+	 * was before the fork, unknown: its exit is an orphan */
+	ck_assert_uint_eq(A.events, 10001);
+	ck_assert_uint_eq(tk_calls_of(&A, FC), 5000);
+	ck_assert_ptr_null(tk_stat_of(&A, FB));
+	ck_assert_uint_eq(A.orphan_exits, 1);
+	ck_assert_uint_eq(A.info.parent_pid, (uint32_t)pid);
+	ck_assert_uint_eq(A.info.parent_flags, HP_PARENT_FORKED);
 }
 END_TEST
 
@@ -849,7 +927,8 @@ static Suite *runtime_suite(void)
 	tcase_add_test(limits, test_path_before_any_event);
 	tcase_add_test(limits, test_default_name);
 	tcase_add_test(limits, test_pid_in_name_and_no_clobber);
-	tcase_add_test(limits, test_fork_child_not_traced);
+	tcase_add_test(limits, test_fork_child_own_trace);
+	tcase_add_test(limits, test_raw_fork_child_own_trace);
 	tcase_add_test(limits, test_ring_mode_threads);
 	tcase_add_test(limits, test_fatal_signal_writes_trace);
 	tcase_add_test(limits, test_fatal_signal_ring_mode);

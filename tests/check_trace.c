@@ -240,6 +240,57 @@ START_TEST(test_minor_version_newer)
 }
 END_TEST
 
+static void parent_rec(struct tk_bytes *b, uint32_t ppid, uint32_t flags, uint64_t tick,
+		       const char *trace)
+{
+	size_t r = tk_rec_begin(b, HP_REC_PARENT);
+	tk_put32(b, ppid);
+	tk_put32(b, flags);
+	tk_put64(b, tick);
+	tk_putstr(b, trace);
+	tk_rec_end(b, r);
+}
+
+START_TEST(test_parent_record)
+{
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_TSC);
+	parent_rec(&file, 77, HP_PARENT_FORKED | HP_PARENT_FRAMES, 123456, "/t/p.hookprof");
+	tk_end_rec(&file, 0, 0, 0);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_int_eq(info.has_parent, 1);
+	ck_assert_uint_eq(info.parent_pid, 77);
+	ck_assert_uint_eq(info.parent_flags, HP_PARENT_FORKED | HP_PARENT_FRAMES);
+	ck_assert_uint_eq(info.fork_tick, 123456);
+	ck_assert_str_eq(info.parent_trace, "/t/p.hookprof");
+}
+END_TEST
+
+START_TEST(test_parent_record_absent_in_1_0)
+{
+	minimal(&file);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_int_eq(info.has_parent, 0);
+	ck_assert_ptr_null(info.parent_trace);
+}
+END_TEST
+
+START_TEST(test_parent_record_short)
+{
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_TSC);
+	size_t r = tk_rec_begin(&file, HP_REC_PARENT);
+	tk_put32(&file, 77);
+	tk_put32(&file, 1);
+	tk_rec_end(&file, r);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), -1);
+	ck_assert_str_eq(err, "corrupt record of type 11");
+}
+END_TEST
+
 START_TEST(test_record_past_eof)
 {
 	char want[PATH_MAX + 2048];
@@ -856,6 +907,8 @@ static Suite *trace_suite(void)
 	tcase_add_test(core, test_major_version_2);
 	tcase_add_test(core, test_minor_version_newer);
 	tcase_add_test(core, test_record_past_eof);
+	tcase_add_test(core, test_parent_record);
+	tcase_add_test(core, test_parent_record_absent_in_1_0);
 	tcase_add_test(core, test_unknown_record_skipped);
 	tcase_add_test(core, test_process_argc_huge);
 	tcase_add_test(core, test_process_argc_short);
@@ -868,6 +921,7 @@ static Suite *trace_suite(void)
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);
 	tcase_add_test(limits, test_missing_file);
+	tcase_add_test(limits, test_parent_record_short);
 	tcase_add_test(limits, test_directory_is_not_a_trace);
 	tcase_add_test(limits, test_header_size_too_small);
 	tcase_add_test(limits, test_header_size_larger);
