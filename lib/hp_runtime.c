@@ -187,10 +187,17 @@ int hp_runtime_in_child(void)
 
 static void runtime_init(void)
 {
-	char err[512];
+	/* Room for two whole paths and the reason: runs once, so static. */
+	static char err[2 * 4096 + 512];
 	int saved = errno;
-	if (hp_config_read(&config, getenv, err, sizeof(err)))
+	hp_warn_init();
+	if (hp_config_read(&config, secure_getenv, hp_secure_execution(), err, sizeof(err)))
 		hp_warn("%s", err);
+	if (config.off) {
+		__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
+		errno = saved;
+		return;
+	}
 	hp_platform_init(config.force_monotonic);
 	snprintf(err, sizeof(err), "cannot set up hookprof's buffers");
 	if (hp_buffer_init(&config) || hp_writer_init() ||
