@@ -26,6 +26,12 @@ static uint32_t wake_after; /* published chunks that wake the writer */
 static pthread_key_t exit_key;
 static uint32_t next_stream;
 static int finished;
+/* A thread whose buffer could not be mapped: its events are counted lost,
+ * without a system call each, until it tries again (hp_clock_ns time). */
+static __thread uint64_t no_buffer_until __attribute__((tls_model("initial-exec")));
+static int no_buffer_warned;
+
+#define NO_BUFFER_RETRY_NS 1000000000ull
 
 static void thread_exit(void *arg);
 
@@ -268,6 +274,30 @@ static void block_async_signals(sigset_t *saved)
 	pthread_sigmask(SIG_BLOCK, &mask, saved);
 }
 
+/* The mapping failed: this event and the thread's next ones for a second
+ * are lost, and counted. One warning per process. */
+static void no_buffer(struct hp_raw *taken)
+{
+	if (taken + 1 == hp_tls.pos)
+		hp_tls.pos = taken; /* no slot: pos stays put */
+	hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+	no_buffer_until = hp_clock_ns() + NO_BUFFER_RETRY_NS;
+	if (!__atomic_exchange_n(&no_buffer_warned, 1, __ATOMIC_RELAXED))
+		hp_warn("cannot map a %zu MiB event buffer for thread %u; its events are counted lost",
+			buffer_chunks * HP_CHUNK_BYTES >> 20, hp_gettid());
+}
+
+/* Before the next try: lost, at the price of a clock reading. */
+static int no_buffer_yet(struct hp_raw *taken)
+{
+	if (hp_clock_ns() >= no_buffer_until)
+		return 0;
+	if (taken + 1 == hp_tls.pos)
+		hp_tls.pos = taken;
+	hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+	return 1;
+}
+
 /*
  * The hook took `taken` at or past the end it read just before: the chunk
  * is full, or this thread has no buffer yet, or the clock is not the TSC
@@ -294,6 +324,8 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 		hp_raw_fill(taken, addr, tick);
 		return;
 	}
+	if (unlikely(!t && no_buffer_until) && no_buffer_yet(taken))
+		return;
 	int saved_errno = errno;
 	sigset_t saved_mask;
 	block_async_signals(&saved_mask);
@@ -312,7 +344,7 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 			make_room(t);
 			use_chunk(t);
 		} else {
-			hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+			no_buffer(taken);
 		}
 	} else {
 		/* Not traced, and never will be: later events stop at the top. */
