@@ -315,9 +315,10 @@ int hp_output_create(const char *spec, const char *prog, int pid, char *err, siz
 	pending = hp_pages_alloc(PENDING_BYTES);
 	if (!pending) {
 		snprintf(err, errlen, "no memory for the output buffer");
-		if (out_fd >= 0)
-			close(out_fd);
-		out_fd = -1;
+		int fd = out_fd;
+		out_fd = -1; /* first: the interposed close() keeps the trace's own */
+		if (fd >= 0)
+			close(fd);
 		if (out_regular)
 			unlink(path);
 		return -1;

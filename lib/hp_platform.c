@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -111,6 +112,18 @@ static int stderr_is_ours(void)
 	       st.st_ino == stderr_ino;
 }
 
+/* A line that would take a file on fd 2 past RLIMIT_FSIZE would raise
+ * SIGXFSZ in the program: it is not written. */
+static int fits_on_stderr(size_t n)
+{
+	struct stat st;
+	struct rlimit rl;
+	if (fstat(STDERR_FILENO, &st) || !S_ISREG(st.st_mode) || getrlimit(RLIMIT_FSIZE, &rl) ||
+	    rl.rlim_cur == RLIM_INFINITY)
+		return 1;
+	return (rlim_t)st.st_size + n <= rl.rlim_cur;
+}
+
 /* The line, whole: a long path must not push the reason out of it. Memory
  * for a long one comes from mmap, not the program's malloc. */
 static void write_line(const char *fmt, va_list ap)
@@ -139,8 +152,10 @@ static void write_line(const char *fmt, va_list ap)
 	memcpy(line, prefix, sizeof(prefix) - 1);
 	size_t n = sizeof(prefix) - 1 + strnlen(line + sizeof(prefix) - 1, (size_t)len);
 	line[n++] = '\n';
-	ssize_t ignored = write(STDERR_FILENO, line, n);
-	(void)ignored;
+	if (fits_on_stderr(n)) {
+		ssize_t ignored = write(STDERR_FILENO, line, n);
+		(void)ignored;
+	}
 	hp_pages_free(map ? line : NULL, map);
 }
 

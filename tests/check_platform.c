@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <wchar.h>
@@ -818,6 +819,23 @@ START_TEST(test_warn_silent_when_fd2_reused)
 }
 END_TEST
 
+START_TEST(test_warn_not_past_file_size_limit)
+{
+	/* fd 2 a file at RLIMIT_FSIZE: a line there would raise SIGXFSZ */
+	int own = scratch_file();
+	ck_assert_int_eq(write(own, "0123456789", 10), 10);
+	capture_stderr(own);
+	struct rlimit rl = { 20, RLIM_INFINITY }, none = { RLIM_INFINITY, RLIM_INFINITY };
+	int limited = setrlimit(RLIMIT_FSIZE, &rl);
+	hp_warn("longer than ten bytes");
+	setrlimit(RLIMIT_FSIZE, &none);
+	restore_stderr();
+	ck_assert_int_eq(limited, 0);
+	ck_assert_int_eq(file_length(own), 10);
+	close(own);
+}
+END_TEST
+
 START_TEST(test_warn_silent_when_fd2_closed_at_start)
 {
 	/* no stderr at start: the number the program opens later is its own */
@@ -907,6 +925,7 @@ static Suite *platform_suite(void)
 	tcase_add_test(limits, test_warn_message_at_the_small_buffer_size);
 	tcase_add_test(limits, test_warn_silent_when_fd2_reused);
 	tcase_add_test(limits, test_warn_silent_when_fd2_closed_at_start);
+	tcase_add_test(limits, test_warn_not_past_file_size_limit);
 	tcase_add_test(limits, test_warn_stderr_closed);
 	tcase_add_test(limits, test_warn_errno_kept_when_format_fails);
 	suite_add_tcase(s, limits);
