@@ -36,6 +36,12 @@ static struct {
 	size_t n;
 	struct hp_raw ev[HP_CHUNK_EVENTS];
 } inherited;
+/* A thread whose buffer could not be mapped: its events are counted lost,
+ * without a system call each, until it tries again (hp_clock_ns time). */
+static __thread uint64_t no_buffer_until __attribute__((tls_model("initial-exec")));
+static int no_buffer_warned;
+
+#define NO_BUFFER_RETRY_NS 1000000000ull
 
 static void thread_exit(void *arg);
 
@@ -304,10 +310,8 @@ static void put_inherited(struct hp_thread *t)
 static struct hp_thread *start_thread(uint64_t first_func)
 {
 	struct hp_thread *t = thread_create(first_func);
-	if (!t) {
-		hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+	if (!t)
 		return NULL;
-	}
 	hp_tls.thread = t;
 	make_room(t);
 	use_chunk(t);
@@ -322,8 +326,33 @@ void hp_buffer_start_self(void)
 	if (hp_tls.thread || hp_tls.busy || hp_tls.retired || !inherited.n)
 		return;
 	hp_tls.busy = 1;
-	start_thread(0);
+	if (!start_thread(0))
+		hp_runtime_count_lost(HP_LOST_NO_BUFFER);
 	hp_tls.busy = 0;
+}
+
+/* The mapping failed: this event and the thread's next ones for a second
+ * are lost, and counted. One warning per process. */
+static void no_buffer(struct hp_raw *taken)
+{
+	if (taken + 1 == hp_tls.pos)
+		hp_tls.pos = taken; /* no slot: pos stays put */
+	hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+	no_buffer_until = hp_clock_ns() + NO_BUFFER_RETRY_NS;
+	if (!__atomic_exchange_n(&no_buffer_warned, 1, __ATOMIC_RELAXED))
+		hp_warn("cannot map a %zu MiB event buffer for thread %u; its events are counted lost",
+			buffer_chunks * HP_CHUNK_BYTES >> 20, hp_gettid());
+}
+
+/* Before the next try: lost, at the price of a clock reading. */
+static int no_buffer_yet(struct hp_raw *taken)
+{
+	if (hp_clock_ns() >= no_buffer_until)
+		return 0;
+	if (taken + 1 == hp_tls.pos)
+		hp_tls.pos = taken;
+	hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+	return 1;
 }
 
 /*
@@ -352,6 +381,8 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 		hp_raw_fill(taken, addr, tick);
 		return;
 	}
+	if (unlikely(!t && no_buffer_until) && no_buffer_yet(taken))
+		return;
 	int saved_errno = errno;
 	sigset_t saved_mask;
 	block_async_signals(&saved_mask);
@@ -367,6 +398,8 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 		t = start_thread(addr);
 		/* The tick was read before start-up chose the clock. */
 		tick = hp_tick();
+		if (!t)
+			no_buffer(taken);
 	} else {
 		/* Not traced, and never will be: later events stop at the top. */
 		hp_tls.retired = HP_UNTRACED;

@@ -23,7 +23,7 @@ size_t hp_config_parse_size(const char *s)
 		end++;
 	if (*end == 'B' || *end == 'b')
 		end++;
-	if (*end || v > (HP_BUFFER_MAX >> shift))
+	if (*end || v > (HP_SIZE_MAX_PARSED >> shift))
 		return 0;
 	return (size_t)(v << shift);
 }
@@ -51,6 +51,12 @@ static int read_buffer(struct hp_config *cfg, const char *s, char *err, size_t e
 			 s, HP_BUFFER_DEFAULT >> 20);
 		return -1;
 	}
+	if (v > HP_BUFFER_MAX) {
+		snprintf(err, errlen, "HOOKPROF_BUFFER='%s' is more than %luG per thread; using %luG", s,
+			 HP_BUFFER_MAX >> 30, HP_BUFFER_MAX >> 30);
+		cfg->buffer_bytes = HP_BUFFER_MAX;
+		return -1;
+	}
 	cfg->buffer_bytes = v;
 	return 0;
 }
@@ -67,10 +73,16 @@ static int read_clock(struct hp_config *cfg, const char *s, char *err, size_t er
 	return -1;
 }
 
-int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *),
+int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int secure,
 		   char *err, size_t errlen)
 {
 	*cfg = (struct hp_config){ .mode = HP_MODE_STREAM, .buffer_bytes = HP_BUFFER_DEFAULT };
+	if (secure) {
+		cfg->off = 1;
+		snprintf(err, errlen, "set-user-ID or set-group-ID program run by another user: "
+				      "this run is not traced");
+		return -1;
+	}
 	const char *out = getenv_fn("HOOKPROF_OUTPUT");
 	cfg->output = out && *out ? out : NULL;
 	int rc = 0;

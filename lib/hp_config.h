@@ -12,20 +12,33 @@ enum hp_mode { HP_MODE_STREAM, HP_MODE_RING };
 
 #define HP_BUFFER_DEFAULT (8u << 20)
 #define HP_BUFFER_MIN (128u << 10)
-#define HP_BUFFER_MAX (1ul << 36)
+/* Per thread: every thread maps this much, the first event touches it, and
+ * a ring of 1G already holds 64 million events. */
+#define HP_BUFFER_MAX (1ul << 30)
+/* The largest size hp_config_parse_size reads (a bigger one is not a size). */
+#define HP_SIZE_MAX_PARSED (1ul << 36)
 
 struct hp_config {
 	enum hp_mode mode;
 	size_t buffer_bytes;    /* per thread */
 	const char *output;     /* HOOKPROF_OUTPUT, or NULL for the default */
 	int force_monotonic;    /* HOOKPROF_CLOCK=monotonic */
+	int off;                /* not traced at all (secure execution) */
 };
 
 /*
- * Fills cfg from the environment `getenv_fn` gives. Returns 0, or -1 with a
- * one-line reason in err; the defaults stay for whatever was wrong.
+ * Fills cfg from the environment `getenv_fn` gives (the runtime passes
+ * secure_getenv). Returns 0, or -1 with a one-line reason in err; the
+ * defaults stay for whatever was wrong.
+ *
+ * `secure`: a set-user-ID program run by someone else (AT_SECURE). Its
+ * caller chooses the environment and the working directory, and the trace
+ * would be created with the program's privileges, holding the caller's
+ * command line: anywhere it went, it would be a file the caller could not
+ * have made. So such a run is not traced at all (cfg->off, and the reason
+ * in err), and no variable is read.
  */
-int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *),
+int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int secure,
 		   char *err, size_t errlen) HP_HIDDEN;
 
 /* "8M", "512K", "1G", "65536": bytes, or 0 if it is not a size. */

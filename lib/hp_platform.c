@@ -9,7 +9,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -83,20 +86,94 @@ void hp_futex_wake(uint32_t *word)
 	errno = saved;
 }
 
+/* What fd 2 was at start-up: a program that closes it and opens a file of
+ * its own there must not find our warnings in that file. */
+static int stderr_known;
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+
+void hp_warn_init(void)
+{
+	struct stat st;
+	int saved = errno;
+	/* Closed at start: nowhere to warn, whatever takes the number later. */
+	stderr_known = fstat(STDERR_FILENO, &st) == 0 ? 1 : -1;
+	stderr_dev = st.st_dev;
+	stderr_ino = st.st_ino;
+	errno = saved;
+}
+
+static int stderr_is_ours(void)
+{
+	struct stat st;
+	if (!stderr_known)
+		return 1; /* no start-up yet (the unit tests): fd 2 is stderr */
+	return stderr_known > 0 && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == stderr_dev &&
+	       st.st_ino == stderr_ino;
+}
+
+/* A line that would take a file on fd 2 past RLIMIT_FSIZE would raise
+ * SIGXFSZ in the program: it is not written. */
+static int fits_on_stderr(size_t n)
+{
+	struct stat st;
+	struct rlimit rl;
+	if (fstat(STDERR_FILENO, &st) || !S_ISREG(st.st_mode) || getrlimit(RLIMIT_FSIZE, &rl) ||
+	    rl.rlim_cur == RLIM_INFINITY)
+		return 1;
+	return (rlim_t)st.st_size + n <= rl.rlim_cur;
+}
+
+/* The line, whole: a long path must not push the reason out of it. Memory
+ * for a long one comes from mmap, not the program's malloc. */
+static void write_line(const char *fmt, va_list ap)
+{
+	static const char prefix[] = "hookprof: ";
+	char small[1024];
+	char *line = small;
+	size_t cap = sizeof(small), map = 0;
+	va_list again;
+	va_copy(again, ap);
+	int len = vsnprintf(small + sizeof(prefix) - 1, cap - sizeof(prefix), fmt, ap);
+	if (len < 0)
+		len = 0; /* a format the locale cannot convert: the prefix alone */
+	if ((size_t)len + sizeof(prefix) >= cap) {
+		map = (size_t)len + sizeof(prefix) + 1;
+		line = hp_pages_alloc(map);
+		if (line) {
+			cap = map;
+			vsnprintf(line + sizeof(prefix) - 1, cap - sizeof(prefix), fmt, again);
+		} else {
+			line = small, map = 0; /* no memory: the line, cut */
+			len = (int)(cap - sizeof(prefix) - 1); /* what fitted */
+		}
+	}
+	va_end(again);
+	memcpy(line, prefix, sizeof(prefix) - 1);
+	size_t n = sizeof(prefix) - 1 + strnlen(line + sizeof(prefix) - 1, (size_t)len);
+	line[n++] = '\n';
+	if (fits_on_stderr(n)) {
+		ssize_t ignored = write(STDERR_FILENO, line, n);
+		(void)ignored;
+	}
+	hp_pages_free(map ? line : NULL, map);
+}
+
 void hp_warn(const char *fmt, ...)
 {
 	int saved = errno; /* before vsnprintf, which may set it (EILSEQ) */
-	char line[512] = "hookprof: ";
-	size_t n = strlen(line);
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
-	va_end(ap);
-	n = strlen(line);
-	line[n++] = '\n';
-	ssize_t ignored = write(STDERR_FILENO, line, n);
-	(void)ignored;
+	if (stderr_is_ours()) {
+		va_list ap;
+		va_start(ap, fmt);
+		write_line(fmt, ap);
+		va_end(ap);
+	}
 	errno = saved;
+}
+
+int hp_secure_execution(void)
+{
+	return getauxval(AT_SECURE) != 0;
 }
 
 int hp_futex_wait_while(uint32_t *word, uint32_t value, int limit_ms)

@@ -64,7 +64,15 @@ void hp_futex_wake(uint32_t *word) HP_HIDDEN;
  * -1. */
 int hp_mutex_lock_bounded(pthread_mutex_t *m, int in_signal, int timeout_ms) HP_HIDDEN;
 
-/* One line on stderr, written with write(2) so the program's stdio is untouched. */
+/* One line on stderr, written with write(2) so the program's stdio is
+ * untouched, and whole however long. Silent once fd 2 is no longer the file
+ * it was at hp_warn_init (the program closed it and reused the number). */
 void hp_warn(const char *fmt, ...) HP_HIDDEN __attribute__((format(printf, 1, 2)));
+/* Notes what fd 2 is now; called once at start-up. */
+void hp_warn_init(void) HP_HIDDEN;
+
+/* A set-user-ID or set-group-ID program (or one with file capabilities)
+ * run by someone else: AT_SECURE. */
+int hp_secure_execution(void) HP_HIDDEN;
 
 #endif

@@ -21,9 +21,10 @@
 
 #define IDLE_WAIT_MS 50
 #define HOUSEKEEPING_NS 1000000000ull
-/* The first CLOCK after start comes soon: two make a calibration, and a
- * run killed early should still have one. */
-#define FIRST_HOUSEKEEPING_NS 20000000ull
+/* The first CLOCK after start comes soon, and is flushed at once: start-up
+ * wrote two close together, and a run killed early should have a better
+ * calibration than that. */
+#define FIRST_HOUSEKEEPING_NS 1000000ull
 #define SIGNAL_WAIT_MS 2000
 #define FORK_LOCK_WAIT_MS 2000
 
@@ -250,7 +251,18 @@ void hp_writer_notify(void)
 	}
 }
 
-static void writer_sleep(void)
+/* Sleeps at most until the next housekeeping is due (the first comes 1 ms
+ * after start, sooner than the idle wait). */
+static int idle_wait_ms(uint64_t next_housekeeping)
+{
+	uint64_t now = hp_clock_ns();
+	if (now >= next_housekeeping)
+		return 0;
+	uint64_t ms = (next_housekeeping - now + 999999) / 1000000;
+	return ms < IDLE_WAIT_MS ? (int)ms : IDLE_WAIT_MS;
+}
+
+static void writer_sleep(uint64_t next_housekeeping)
 {
 	uint32_t seq = __atomic_load_n(&wake_seq, __ATOMIC_RELAXED);
 	__atomic_store_n(&sleeping, 1, __ATOMIC_RELAXED);
@@ -260,13 +272,14 @@ static void writer_sleep(void)
 	int worked = drain_all_locked();
 	hp_output_flush();
 	pthread_mutex_unlock(&writer_lock);
-	if (!worked && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE))
-		hp_futex_wait(&wake_seq, seq, IDLE_WAIT_MS);
+	int wait_ms = idle_wait_ms(next_housekeeping);
+	if (!worked && wait_ms && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE))
+		hp_futex_wait(&wake_seq, seq, wait_ms);
 	__atomic_store_n(&sleeping, 0, __ATOMIC_RELAXED);
 }
 
-/* Once a second: a clock pair (so a crashed run still has a calibration)
- * and a new module map if dlopen or dlclose changed it. */
+/* After 1 ms, then once a second: a clock pair (so a crashed run still has
+ * a calibration) and a new module map if dlopen or dlclose changed it. */
 static void housekeeping(uint64_t *next)
 {
 	uint64_t now = hp_clock_ns();
@@ -276,6 +289,7 @@ static void housekeeping(uint64_t *next)
 	pthread_mutex_lock(&writer_lock);
 	hp_writer_clock_record();
 	hp_modules_write(0);
+	hp_output_flush(); /* on disk now: the process may be killed any time */
 	pthread_mutex_unlock(&writer_lock);
 }
 
@@ -298,7 +312,7 @@ static void *writer_main(void *arg)
 		int worked = drain_all_locked();
 		pthread_mutex_unlock(&writer_lock);
 		if (!worked)
-			writer_sleep();
+			writer_sleep(next_housekeeping);
 		housekeeping(&next_housekeeping);
 	}
 	/* Release: everything this thread did happens before `done` is seen. */

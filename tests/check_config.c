@@ -30,7 +30,7 @@ static int read_env(const char *const *env)
 	fake_env = env;
 	strcpy(err, "untouched");
 	memset(&cfg, 0x5a, sizeof(cfg));
-	return hp_config_read(&cfg, fake_getenv, err, sizeof(err));
+	return hp_config_read(&cfg, fake_getenv, 0, err, sizeof(err));
 }
 
 /* ---------------------------------------------------------------- core */
@@ -75,9 +75,9 @@ START_TEST(test_parse_size_overflow)
 	/* fits in 64 bits only before the shift */
 	ck_assert_uint_eq(hp_config_parse_size("17592186044416G"), 0);
 	ck_assert_uint_eq(hp_config_parse_size("18446744073709551615K"), 0);
-	/* the largest accepted is 64G (HP_BUFFER_MAX) */
-	ck_assert_uint_eq(hp_config_parse_size("64G"), HP_BUFFER_MAX);
-	ck_assert_uint_eq(hp_config_parse_size("65536M"), HP_BUFFER_MAX);
+	/* the largest size read is 64G (HP_SIZE_MAX_PARSED) */
+	ck_assert_uint_eq(hp_config_parse_size("64G"), HP_SIZE_MAX_PARSED);
+	ck_assert_uint_eq(hp_config_parse_size("65536M"), HP_SIZE_MAX_PARSED);
 	ck_assert_uint_eq(hp_config_parse_size("65G"), 0);
 	ck_assert_uint_eq(hp_config_parse_size("68719476737"), 0);
 }
@@ -92,6 +92,7 @@ START_TEST(test_read_defaults)
 	ck_assert_uint_eq(cfg.buffer_bytes, 8u << 20);
 	ck_assert_ptr_null(cfg.output);
 	ck_assert_int_eq(cfg.force_monotonic, 0);
+	ck_assert_int_eq(cfg.off, 0);
 	ck_assert_str_eq(err, "untouched");
 }
 END_TEST
@@ -203,9 +204,51 @@ START_TEST(test_read_buffer_not_a_size)
 		ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
 		ck_assert_ptr_nonnull(strstr(err, "HOOKPROF_BUFFER='"));
 	}
-	static const char *const big[] = { "HOOKPROF_BUFFER", "64G", NULL };
-	ck_assert_int_eq(read_env(big), 0);
+}
+END_TEST
+
+START_TEST(test_read_buffer_capped)
+{
+	/* every thread maps its buffer: 64G each is refused, 1G taken instead */
+	static const char *const big[] = { "HOOKPROF_BUFFER", "64G", "HOOKPROF_MODE", "ring", NULL };
+	ck_assert_int_eq(read_env(big), -1);
+	ck_assert_uint_eq(cfg.buffer_bytes, 1ul << 30);
+	ck_assert_str_eq(err, "HOOKPROF_BUFFER='64G' is more than 1G per thread; using 1G");
+	ck_assert_int_eq(cfg.mode, HP_MODE_RING);
+	static const char *const max[] = { "HOOKPROF_BUFFER", "1G", NULL };
+	ck_assert_int_eq(read_env(max), 0);
 	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_MAX);
+	static const char *const over[] = { "HOOKPROF_BUFFER", "1025M", NULL };
+	ck_assert_int_eq(read_env(over), -1);
+	ck_assert_uint_eq(cfg.buffer_bytes, 1ul << 30);
+}
+END_TEST
+
+/* Counts the variables asked for: a secure run must read none. */
+static int asked;
+
+static char *counting_getenv(const char *name)
+{
+	asked++;
+	return fake_getenv(name);
+}
+
+START_TEST(test_read_secure_execution_not_traced)
+{
+	static const char *const env[] = { "HOOKPROF_OUTPUT", "/etc/cron.d/x", "HOOKPROF_MODE", "ring", NULL };
+	fake_env = env;
+	asked = 0;
+	memset(&cfg, 0x5a, sizeof(cfg));
+	ck_assert_int_eq(hp_config_read(&cfg, counting_getenv, 1, err, sizeof(err)), -1);
+	ck_assert_int_eq(cfg.off, 1);
+	ck_assert_ptr_null(cfg.output);
+	ck_assert_int_eq(asked, 0);
+	ck_assert_str_eq(err, "set-user-ID or set-group-ID program run by another user: this run is not traced");
+	/* not secure: traced, and the variables are read */
+	ck_assert_int_eq(hp_config_read(&cfg, counting_getenv, 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg.off, 0);
+	ck_assert_str_eq(cfg.output, "/etc/cron.d/x");
+	ck_assert_int_gt(asked, 0);
 }
 END_TEST
 
@@ -237,7 +280,7 @@ START_TEST(test_read_small_err_buffer)
 	char small[8];
 	memset(small, 'z', sizeof(small));
 	fake_env = env;
-	ck_assert_int_eq(hp_config_read(&cfg, fake_getenv, small, sizeof(small)), -1);
+	ck_assert_int_eq(hp_config_read(&cfg, fake_getenv, 0, small, sizeof(small)), -1);
 	ck_assert_str_eq(small, "HOOKPRO");
 }
 END_TEST
@@ -262,6 +305,8 @@ static Suite *config_suite(void)
 	tcase_add_test(limits, test_read_empty_values);
 	tcase_add_test(limits, test_read_bad_clock);
 	tcase_add_test(limits, test_read_buffer_not_a_size);
+	tcase_add_test(limits, test_read_buffer_capped);
+	tcase_add_test(limits, test_read_secure_execution_not_traced);
 	tcase_add_test(limits, test_read_case_sensitive_mode);
 	tcase_add_test(limits, test_read_several_errors);
 	tcase_add_test(limits, test_read_small_err_buffer);

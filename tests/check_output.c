@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -274,7 +275,256 @@ START_TEST(test_records_after_header)
 }
 END_TEST
 
+START_TEST(test_create_mode_0600)
+{
+	/* the trace holds the command line: for its owner only, whatever the umask */
+	char spec[PATH_MAX + 64];
+	struct stat st;
+	umask(0);
+	in_dir(spec, sizeof(spec), "t.hookprof");
+	ck_assert_int_eq(hp_output_create(spec, "prog", 1, err, sizeof(err)), 0);
+	ck_assert_int_eq(stat(spec, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+}
+END_TEST
+
+START_TEST(test_dev_null_as_asked)
+{
+	struct stat st;
+	int existed = stat("/dev/null.1", &st) == 0;
+	ck_assert_int_eq(hp_output_create("/dev/null", "prog", 1, err, sizeof(err)), 0);
+	ck_assert_str_eq(hp_output_path(), "/dev/null");
+	ck_assert_int_eq(hp_output_renamed(), 0);
+	ck_assert_int_eq(hp_output_flush(), 0);
+	uint8_t *p = hp_output_begin(HP_REC_CLOCK, 16);
+	ck_assert_ptr_nonnull(p);
+	hp_output_end(p + 16);
+	ck_assert_int_eq(hp_output_flush(), 0);
+	ck_assert_int_eq(stat("/dev/null.1", &st) == 0, existed);
+	ck_assert_int_eq(stat("/dev/null", &st), 0);
+	ck_assert(S_ISCHR(st.st_mode));
+}
+END_TEST
+
+START_TEST(test_dev_full_fails_at_the_write)
+{
+	struct stat st;
+	int existed = stat("/dev/full.1", &st) == 0;
+	ck_assert_int_eq(hp_output_create("/dev/full", "prog", 1, err, sizeof(err)), 0);
+	ck_assert_str_eq(hp_output_path(), "/dev/full");
+	errno = 77;
+	ck_assert_int_eq(hp_output_flush(), -1);
+	ck_assert_int_eq(errno, 77);
+	ck_assert_ptr_null(hp_output_begin(HP_REC_CLOCK, 16));
+	ck_assert_int_eq(stat("/dev/full.1", &st) == 0, existed);
+}
+END_TEST
+
+START_TEST(test_fifo_with_reader)
+{
+	char spec[PATH_MAX + 64];
+	uint8_t got[64];
+	in_dir(spec, sizeof(spec), "fifo");
+	ck_assert_int_eq(mkfifo(spec, 0600), 0);
+	int rd = open(spec, O_RDONLY | O_NONBLOCK);
+	ck_assert_int_ge(rd, 0);
+	ck_assert_msg(hp_output_create(spec, "prog", 1, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(hp_output_path(), spec);
+	ck_assert_int_eq(hp_output_renamed(), 0);
+	ck_assert_int_eq(hp_output_flush(), 0);
+	ck_assert_int_eq(read(rd, got, sizeof(got)), 32);
+	ck_assert_mem_eq(got, file_header, 32);
+	/* the reader goes: the trace ends, without SIGPIPE */
+	close(rd);
+	uint8_t *p = hp_output_begin(HP_REC_CLOCK, 16);
+	hp_output_end(p + 16);
+	ck_assert_int_eq(hp_output_flush(), -1);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- limits */
+
+START_TEST(test_fifo_without_reader_refused)
+{
+	/* refused at once, not waited for */
+	char spec[PATH_MAX + 64], want[PATH_MAX + 200];
+	in_dir(spec, sizeof(spec), "fifo");
+	ck_assert_int_eq(mkfifo(spec, 0600), 0);
+	alarm(5);
+	ck_assert_int_eq(hp_output_create(spec, "prog", 1, err, sizeof(err)), -1);
+	alarm(0);
+	snprintf(want, sizeof(want), "nothing reads the FIFO '%s'", spec);
+	ck_assert_str_eq(err, want);
+}
+END_TEST
+
+/* Check's results go through files too, and stderr may be one (make
+ * check): the warning goes nowhere while a file size limit is in force,
+ * and the limit comes off before Check writes. */
+static int saved_stderr = -1;
+
+static int limit_file_size(rlim_t bytes)
+{
+	struct rlimit rl = { bytes, RLIM_INFINITY };
+	int null = open("/dev/null", O_WRONLY);
+	saved_stderr = dup(2);
+	dup2(null, 2);
+	close(null);
+	return setrlimit(RLIMIT_FSIZE, &rl);
+}
+
+static void unlimit_file_size(void)
+{
+	struct rlimit none = { RLIM_INFINITY, RLIM_INFINITY };
+	setrlimit(RLIMIT_FSIZE, &none);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+}
+
+static struct rlimit saved_nofile;
+
+static void limit_descriptors(rlim_t soft, rlim_t hard)
+{
+	struct rlimit rl = { soft, hard };
+	getrlimit(RLIMIT_NOFILE, &saved_nofile);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+
+static void unlimit_descriptors(void)
+{
+	setrlimit(RLIMIT_NOFILE, &saved_nofile);
+}
+
+/* Three records of 100 bytes of payload, pending; how many were begun.
+ * No ck_assert inside: Check writes a file at each, which a file size
+ * limit in force would stop. */
+static int three_records(void)
+{
+	int n = 0;
+	for (int i = 0; i < 3; i++) {
+		uint8_t *p = hp_output_begin(HP_REC_EVENTS, 100);
+		if (!p)
+			continue;
+		memset(p, 'a' + i, 100);
+		hp_output_end(p + 100);
+		n++;
+	}
+	return n;
+}
+
+START_TEST(test_size_limit_ends_at_a_record)
+{
+	/* RLIMIT_FSIZE in the middle of the second record: no SIGXFSZ (it
+	 * would end the program), and the file ends after the first */
+	char spec[PATH_MAX + 64];
+	struct stat st;
+	in_dir(spec, sizeof(spec), "t.hookprof");
+	ck_assert_int_eq(hp_output_create(spec, "prog", 1, err, sizeof(err)), 0);
+	ck_assert_int_eq(three_records(), 3);
+	int limited = limit_file_size(32 + 108 + 50);
+	errno = 5;
+	int rc = hp_output_flush(), after = errno;
+	unlimit_file_size(); /* before Check writes its results */
+	ck_assert_int_eq(limited, 0);
+	ck_assert_int_eq(rc, -1);
+	ck_assert_int_eq(after, 5);
+	ck_assert_int_eq(stat(spec, &st), 0);
+	ck_assert_int_eq(st.st_size, 32 + 108);
+	ck_assert_ptr_null(hp_output_begin(HP_REC_CLOCK, 16));
+}
+END_TEST
+
+START_TEST(test_size_limit_after_a_batch)
+{
+	/* a second batch that does not fit at all: the first stays whole */
+	char spec[PATH_MAX + 64];
+	struct stat st;
+	in_dir(spec, sizeof(spec), "t.hookprof");
+	ck_assert_int_eq(hp_output_create(spec, "prog", 1, err, sizeof(err)), 0);
+	ck_assert_int_eq(three_records(), 3);
+	int limited = limit_file_size(32 + 3 * 108 + 20);
+	int first = hp_output_flush();
+	int begun = three_records();
+	int second = hp_output_flush();
+	unlimit_file_size();
+	ck_assert_int_eq(limited, 0);
+	ck_assert_int_eq(begun, 3);
+	ck_assert_int_eq(first, 0);
+	ck_assert_int_eq(second, -1);
+	ck_assert_int_eq(stat(spec, &st), 0);
+	ck_assert_int_eq(st.st_size, 32 + 3 * 108);
+}
+END_TEST
+
+/* Open descriptors below n. */
+static int open_below(int n)
+{
+	int count = 0;
+	for (int fd = 0; fd < n; fd++)
+		count += fcntl(fd, F_GETFD) >= 0;
+	return count;
+}
+
+START_TEST(test_small_fixed_fd_limit_keeps_none)
+{
+	/* soft = hard = 16: no number is taken from the program, each batch
+	 * opens the file for itself */
+	char spec[PATH_MAX + 64];
+	struct stat st;
+	in_dir(spec, sizeof(spec), "t.hookprof");
+	limit_descriptors(16, 16);
+	int before = open_below(16);
+	int rc = hp_output_create(spec, "prog", 1, err, sizeof(err));
+	int after_create = open_below(16), kept = hp_output_kept_fd();
+	int begun = three_records();
+	int flushed = hp_output_flush();
+	int after_flush = open_below(16);
+	begun += three_records();
+	int flushed_again = hp_output_flush();
+	unlimit_descriptors();
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(after_create, before);
+	ck_assert_int_eq(kept, -1);
+	ck_assert_int_eq(begun, 6);
+	ck_assert_int_eq(flushed, 0);
+	ck_assert_int_eq(after_flush, before);
+	ck_assert_int_eq(flushed_again, 0);
+	ck_assert_int_eq(stat(spec, &st), 0);
+	ck_assert_int_eq(st.st_size, 32 + 6 * 108);
+}
+END_TEST
+
+START_TEST(test_soft_fd_limit_kept_above)
+{
+	/* soft 16, hard 64: the descriptor lies above the soft limit, which
+	 * is left as it was */
+	char spec[PATH_MAX + 64];
+	struct rlimit now;
+	in_dir(spec, sizeof(spec), "t.hookprof");
+	limit_descriptors(16, 64);
+	int before = open_below(16);
+	int rc = hp_output_create(spec, "prog", 1, err, sizeof(err));
+	int after_create = open_below(16), fd = hp_output_kept_fd();
+	getrlimit(RLIMIT_NOFILE, &now);
+	/* closed behind our back: the next batch opens it again */
+	close(fd);
+	int gone = hp_output_kept_fd();
+	int begun = three_records();
+	int flushed = hp_output_flush();
+	int again = hp_output_kept_fd(), after_flush = open_below(16);
+	unlimit_descriptors();
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(after_create, before);
+	ck_assert_int_ge(fd, 16);
+	ck_assert_uint_eq(now.rlim_cur, 16);
+	ck_assert_uint_eq(now.rlim_max, 64);
+	ck_assert_int_eq(gone, -1);
+	ck_assert_int_eq(begun, 3);
+	ck_assert_int_eq(flushed, 0);
+	ck_assert_int_ge(again, 16);
+	ck_assert_int_eq(after_flush, before);
+}
+END_TEST
 
 START_TEST(test_expand_too_long)
 {
@@ -414,6 +664,10 @@ static Suite *output_suite(void)
 	tcase_add_test(core, test_create_default_name);
 	tcase_add_test(core, test_child_trace_beside_parents);
 	tcase_add_test(core, test_records_after_header);
+	tcase_add_test(core, test_create_mode_0600);
+	tcase_add_test(core, test_dev_null_as_asked);
+	tcase_add_test(core, test_dev_full_fails_at_the_write);
+	tcase_add_test(core, test_fifo_with_reader);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);
@@ -425,6 +679,11 @@ static Suite *output_suite(void)
 	tcase_add_test(limits, test_record_too_big);
 	tcase_add_test(limits, test_large_volume);
 	tcase_add_test(limits, test_write_failure_ends_trace);
+	tcase_add_test(limits, test_fifo_without_reader_refused);
+	tcase_add_test(limits, test_size_limit_ends_at_a_record);
+	tcase_add_test(limits, test_size_limit_after_a_batch);
+	tcase_add_test(limits, test_small_fixed_fd_limit_keeps_none);
+	tcase_add_test(limits, test_soft_fd_limit_kept_above);
 	suite_add_tcase(s, limits);
 	return s;
 }

@@ -21,6 +21,8 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <wchar.h>
 #if defined(__x86_64__)
@@ -734,26 +736,119 @@ START_TEST(test_futex_wake_without_waiters)
 }
 END_TEST
 
-START_TEST(test_warn_long_message_truncated)
+START_TEST(test_warn_long_message_whole)
 {
-	/* longer than the line buffer: still one line, cut, with its newline */
-	char msg[2000], buf[4096];
+	/* longer than any line buffer: one line, one write, nothing cut (a
+	 * long path must not push the reason out) */
+	char msg[5000], buf[8192];
 	for (size_t i = 0; i < sizeof(msg) - 1; i++)
 		msg[i] = (char)('a' + i % 26);
 	msg[sizeof(msg) - 1] = 0;
 	capture_messages();
 	errno = 31;
-	hp_warn("%s", msg);
+	hp_warn("cannot create '%s': %s", msg, "the reason");
 	ck_assert_int_eq(errno, 31);
 	restore_stderr();
 	ssize_t n = next_message(buf, sizeof(buf));
-	ck_assert_int_ge(n, 400);
-	ck_assert_int_le(n, 512);
-	ck_assert_int_eq(strncmp(buf, "hookprof: ", 10), 0);
-	ck_assert_int_eq(buf[n - 1], '\n');
-	ck_assert_ptr_eq(strchr(buf, '\n'), buf + n - 1);
-	ck_assert_int_eq(strncmp(buf + 10, msg, (size_t)n - 11), 0);
+	ck_assert_int_eq(n, (ssize_t)(10 + 15 + 4999 + 3 + 10 + 1));
+	ck_assert_int_eq(strncmp(buf, "hookprof: cannot create '", 25), 0);
+	ck_assert_int_eq(strncmp(buf + 25, msg, 4999), 0);
+	ck_assert_str_eq(buf + 25 + 4999, "': the reason\n");
 	ck_assert_int_eq(next_message(buf, sizeof(buf)), -1);
+}
+END_TEST
+
+START_TEST(test_warn_message_at_the_small_buffer_size)
+{
+	/* around the stack buffer's size: each length arrives whole */
+	char msg[1100], buf[2048];
+	memset(msg, 'x', sizeof(msg));
+	capture_messages();
+	for (int len = 1000; len < 1030; len++) {
+		msg[len] = 0;
+		hp_warn("%s", msg);
+		msg[len] = 'x';
+		ck_assert_int_eq(next_message(buf, sizeof(buf)), 10 + len + 1);
+		ck_assert_int_eq(buf[10 + len], '\n');
+		ck_assert_int_eq(buf[10 + len - 1], 'x');
+	}
+	restore_stderr();
+}
+END_TEST
+
+/* A file of our own, unlinked; its length. */
+static int scratch_file(void)
+{
+	char name[4096];
+	snprintf(name, sizeof(name), "%s/check_platform.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	int fd = mkstemp(name);
+	ck_assert_int_ge(fd, 0);
+	unlink(name);
+	return fd;
+}
+
+static off_t file_length(int fd)
+{
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	return st.st_size;
+}
+
+START_TEST(test_warn_silent_when_fd2_reused)
+{
+	/* the program put a file of its own at fd 2: our line is not its */
+	char buf[2048];
+	capture_messages();
+	hp_warn_init();
+	int own = scratch_file();
+	int saved = dup(2);
+	ck_assert_int_eq(dup2(own, 2), 2);
+	errno = 12;
+	hp_warn("not for the program's file");
+	ck_assert_int_eq(errno, 12);
+	ck_assert_int_eq(file_length(own), 0);
+	/* fd 2 back to what it was at start: warnings again */
+	ck_assert_int_eq(dup2(saved, 2), 2);
+	close(saved);
+	hp_warn("back");
+	restore_stderr();
+	ck_assert_int_gt(next_message(buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "hookprof: back\n");
+	ck_assert_int_eq(next_message(buf, sizeof(buf)), -1);
+	close(own);
+}
+END_TEST
+
+START_TEST(test_warn_not_past_file_size_limit)
+{
+	/* fd 2 a file at RLIMIT_FSIZE: a line there would raise SIGXFSZ */
+	int own = scratch_file();
+	ck_assert_int_eq(write(own, "0123456789", 10), 10);
+	capture_stderr(own);
+	struct rlimit rl = { 20, RLIM_INFINITY }, none = { RLIM_INFINITY, RLIM_INFINITY };
+	int limited = setrlimit(RLIMIT_FSIZE, &rl);
+	hp_warn("longer than ten bytes");
+	setrlimit(RLIMIT_FSIZE, &none);
+	restore_stderr();
+	ck_assert_int_eq(limited, 0);
+	ck_assert_int_eq(file_length(own), 10);
+	close(own);
+}
+END_TEST
+
+START_TEST(test_warn_silent_when_fd2_closed_at_start)
+{
+	/* no stderr at start: the number the program opens later is its own */
+	fflush(stderr);
+	saved_fd2 = dup(2);
+	close(2);
+	hp_warn_init();
+	int own = scratch_file();
+	ck_assert_int_eq(own, 2);
+	hp_warn("nowhere");
+	off_t len = file_length(own);
+	restore_stderr();
+	ck_assert_int_eq(len, 0);
 }
 END_TEST
 
@@ -826,7 +921,11 @@ static Suite *platform_suite(void)
 	tcase_add_test(limits, test_futex_zero_timeout);
 	tcase_add_test(limits, test_futex_timeout_over_a_second);
 	tcase_add_test(limits, test_futex_wake_without_waiters);
-	tcase_add_test(limits, test_warn_long_message_truncated);
+	tcase_add_test(limits, test_warn_long_message_whole);
+	tcase_add_test(limits, test_warn_message_at_the_small_buffer_size);
+	tcase_add_test(limits, test_warn_silent_when_fd2_reused);
+	tcase_add_test(limits, test_warn_silent_when_fd2_closed_at_start);
+	tcase_add_test(limits, test_warn_not_past_file_size_limit);
 	tcase_add_test(limits, test_warn_stderr_closed);
 	tcase_add_test(limits, test_warn_errno_kept_when_format_fails);
 	suite_add_tcase(s, limits);
