@@ -17,7 +17,7 @@
 #define HP_MAGIC "HOOKPROF"
 #define HP_MAGIC_LEN 8
 #define HP_VERSION_MAJOR 1
-#define HP_VERSION_MINOR 0
+#define HP_VERSION_MINOR 1
 #define HP_BYTE_ORDER_MARK 0x01020304u
 #define HP_FILE_HEADER_SIZE 32
 #define HP_RECORD_HEADER_SIZE 8
@@ -32,6 +32,10 @@ enum hp_record_type {
 	HP_REC_EVENTS = 5,  /* encoded events of one stream */
 	HP_REC_LOST = 6,    /* events of one stream that were not recorded */
 	HP_REC_END = 7,     /* totals; its absence marks an incomplete trace */
+	/* 1.1: the moment of the MODULES snapshot just written, and its size:
+	 * u64 tick, u32 modules, u32 reserved. A reader learns from it when an
+	 * object was unloaded, so an address reused later names the right one. */
+	HP_REC_MODULES_AT = 8,
 };
 
 enum hp_clock_source {
