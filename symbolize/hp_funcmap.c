@@ -32,6 +32,9 @@ struct hp_funcmap {
 	uint64_t *pair_key; /* (index << 32 | module) + 1; 0: empty */
 	uint32_t *pair_id;
 	size_t npairs, pair_cap;
+	/* Every index so far is its own id (no address of several modules
+	 * yet): the common case, where events need no rewriting. */
+	int identity;
 };
 
 static int by_start(const void *x, const void *y)
@@ -78,6 +81,7 @@ struct hp_funcmap *hp_funcmap_new(const struct hp_module *modules, size_t n)
 	if (!fm)
 		return NULL;
 	fm->mods = modules;
+	fm->identity = 1;
 	if (index_segments(fm, modules, n)) {
 		hp_funcmap_free(fm);
 		return NULL;
@@ -191,6 +195,7 @@ static int map_index(struct hp_funcmap *fm, uint64_t addr, struct hp_functions o
 		s->id = (uint32_t)id;
 		fm->npool = first; /* one candidate needs no pool */
 	}
+	fm->identity &= n <= 1 && s->id == fm->nslots;
 	fm->nslots++;
 	return 0;
 }
@@ -294,7 +299,7 @@ int hp_funcmap_apply(struct hp_funcmap *fm, const struct hp_funcs *dict, struct 
 	while (fm->nslots < dict->n)
 		if (map_index(fm, dict->addr[fm->nslots], out))
 			return -1;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !fm->identity; i++) {
 		if (ev[i].kind == HP_EV_RESET)
 			continue;
 		const struct index_slot *s = &fm->slot[ev[i].func];

@@ -413,13 +413,34 @@ static void free_modules(struct hp_trace_info *info)
 	memset(&info->modclock, 0, sizeof(info->modclock));
 }
 
+/* hp_reader_next, passing over EVENTS records unread: the module map is a
+ * small part of a trace. Anything but a whole EVENTS record is left to
+ * hp_reader_next, which reads it or says what is wrong. */
+static int next_record_but_events(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
+				  uint32_t *size, char *err, size_t errlen)
+{
+	uint8_t h[HP_RECORD_HEADER_SIZE];
+	while (fread(h, 1, sizeof(h), r->f) == sizeof(h)) {
+		uint64_t n = hp_rd32(h + 4);
+		if (hp_rd32(h) != HP_REC_EVENTS || n > HP_RECORD_MAX ||
+		    r->offset + HP_RECORD_HEADER_SIZE + n > r->size)
+			break;
+		if (fseek(r->f, (long)n, SEEK_CUR))
+			break;
+		r->offset += HP_RECORD_HEADER_SIZE + n;
+	}
+	if (fseek(r->f, (long)r->offset, SEEK_SET))
+		return fail(err, errlen, r->path, "read error");
+	return hp_reader_next(r, type, payload, size, err, errlen);
+}
+
 static int read_module_records(struct hp_reader *r, struct hp_trace_info *map, char *err,
 			       size_t errlen)
 {
 	uint32_t type, size;
 	const uint8_t *payload;
 	int rc;
-	while ((rc = hp_reader_next(r, &type, &payload, &size, err, errlen)) == 1) {
+	while ((rc = next_record_but_events(r, &type, &payload, &size, err, errlen)) == 1) {
 		if (type == HP_REC_END)
 			return 0;
 		if ((type == HP_REC_MODULES || type == HP_REC_MODULES_AT) &&
