@@ -144,17 +144,17 @@ static int copy_module(struct sym_module *dst, const struct hp_module *src)
 
 /* ---- sessions ---------------------------------------------------------- */
 
-static const struct hp_module *sort_modules; /* for the qsort comparators */
-
-/* By (bias, path): the same object listed twice sorts together. */
-static int by_object(const void *x, const void *y)
+/* By (bias, path), then index: the same object listed twice sorts
+ * together, its first listing first. */
+static int by_object(const void *x, const void *y, void *arg)
 {
-	const struct hp_module *a = &sort_modules[*(const uint32_t *)x];
-	const struct hp_module *b = &sort_modules[*(const uint32_t *)y];
+	const struct hp_module *modules = arg;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	const struct hp_module *a = &modules[i], *b = &modules[j];
 	if (a->bias != b->bias)
 		return a->bias < b->bias ? -1 : 1;
 	int c = strcmp(a->path ? a->path : "", b->path ? b->path : "");
-	return c ? c : (*(const uint32_t *)x > *(const uint32_t *)y) - (*(const uint32_t *)x < *(const uint32_t *)y);
+	return c ? c : (i > j) - (i < j);
 }
 
 static int by_object_same(const struct hp_module *modules, uint32_t i, uint32_t j)
@@ -171,8 +171,7 @@ static void find_same_objects(struct hp_symbols *s, const struct hp_module *modu
 	size_t n = s->nmods;
 	for (size_t i = 0; i < n; i++)
 		order[i] = (uint32_t)i;
-	sort_modules = modules;
-	qsort(order, n, sizeof(*order), by_object);
+	qsort_r(order, n, sizeof(*order), by_object, (void *)modules);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t m = order[i];
 		int repeat = i && by_object_same(modules, order[i - 1], m);

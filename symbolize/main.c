@@ -410,7 +410,10 @@ static void print_info(const struct hp_analysis *a)
 		printf("  0x%012llx %s build-id ", (unsigned long long)m->bias, m->path);
 		for (uint32_t j = 0; j < m->build_id_len; j++)
 			printf("%02x", m->build_id[j]);
-		printf("%s\n", m->build_id_len ? "" : "none");
+		printf("%s", m->build_id_len ? "" : "none");
+		if (m->nlives > 1) /* unloaded and loaded again at the same address */
+			printf(" (loaded %u times)", m->nlives);
+		putchar('\n');
 	}
 }
 

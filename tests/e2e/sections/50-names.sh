@@ -61,6 +61,9 @@ if report "1000 dlopen/dlclose rounds" "$TRACE"; then
 	check "1000 dlopen/dlclose rounds: no other plugin function" "$(cut -f1,2 "$TSV" | tr '\t\n' '= ')" \
 		[ -z "$(field alpha_one "" 2)$(field alpha_three "" 2)$(field beta_one "" 2)" ]
 fi
+"$HP" info "$TRACE" >"$DIR/info" 2>&1
+check "1000 dlopen/dlclose rounds: info shows the plugins loaded again and again at one address" "$(grep 'lib[ab].so' "$DIR/info" | tr '\n' '|')" \
+	[ "$(grep -c '/lib[ab]\.so build-id [0-9a-f]* (loaded [0-9]* times)$' "$DIR/info")" -ge 2 ]
 
 # ---- two static functions of one name in two files ------------------------
 
