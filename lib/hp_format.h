@@ -32,6 +32,10 @@ enum hp_record_type {
 	HP_REC_EVENTS = 5,  /* encoded events of one stream */
 	HP_REC_LOST = 6,    /* events of one stream that were not recorded */
 	HP_REC_END = 7,     /* totals; its absence marks an incomplete trace */
+	/* 1.1: the moment of the MODULES snapshot just written, and its size:
+	 * u64 tick, u32 modules, u32 reserved. A reader learns from it when an
+	 * object was unloaded, so an address reused later names the right one. */
+	HP_REC_MODULES_AT = 8,
 	HP_REC_CRASH = 9,   /* (1.1) the fatal signal and the crashing thread's stack */
 	HP_REC_STACK = 10,  /* (1.1) a stream's callers above its first instrumented frame */
 	HP_REC_PARENT = 11, /* (1.1) the parent process, and the fork this one came from */

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -50,11 +51,26 @@ HP_EXPORT void exit(int status)
 	__builtin_unreachable();
 }
 
+/* After an unload: the snapshot that shows the object gone bounds its
+ * lifetime, before anything else can be loaded at its addresses. The
+ * program sees the errno the C library left. */
+static void objects_changed(void)
+{
+	int saved = errno;
+	hp_runtime_objects_changing();
+	errno = saved;
+}
+
 /*
  * dlclose, interposed: an object unloaded before the writer's next module
  * snapshot (once a second) would leave its addresses without a name, so
- * the map is written while the object is still there. Not on the per-event
- * path: it may lock.
+ * the map is written while the object is still there, and again once it is
+ * gone (objects_changed). Not on the per-event path: it may lock.
+ *
+ * dlopen is not interposed: the C library finds the caller's RUNPATH,
+ * $ORIGIN and namespace from its return address, which would become ours.
+ * A loaded object's lifetime begins at the last snapshot without it, and
+ * every unload is followed by a snapshot, so none is needed after dlopen.
  */
 HP_EXPORT int dlclose(void *handle)
 {
@@ -67,7 +83,9 @@ HP_EXPORT int dlclose(void *handle)
 		__atomic_store_n(&real_dlclose, next, __ATOMIC_RELEASE);
 	}
 	hp_runtime_objects_changing();
-	return next(handle);
+	int rc = next(handle);
+	objects_changed();
+	return rc;
 }
 
 /*

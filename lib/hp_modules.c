@@ -1,5 +1,6 @@
 /*
- * hp_modules.c - MODULES records from dl_iterate_phdr.
+ * hp_modules.c - MODULES records from dl_iterate_phdr, each snapshot closed
+ * by a MODULES_AT record with its tick and size.
  */
 #define _GNU_SOURCE
 #include "hp_modules.h"
@@ -22,6 +23,8 @@ struct snapshot {
 	uint8_t *p;
 	uint8_t *end;
 	uint32_t count;
+	uint32_t total; /* modules in the whole snapshot, over its records */
+	uint64_t tick;
 	int failed;
 };
 
@@ -73,7 +76,9 @@ static int snapshot_begin(struct snapshot *s)
 		s->failed = 1;
 		return -1;
 	}
-	*s = (struct snapshot){ .count_at = p, .p = p + 4, .end = p + MODULES_MAX_BYTES };
+	/* A continuation record keeps the snapshot's running total and tick. */
+	*s = (struct snapshot){ .count_at = p, .p = p + 4, .end = p + MODULES_MAX_BYTES,
+				.total = s->total, .tick = s->tick };
 	return 0;
 }
 
@@ -125,6 +130,12 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	s->p = p;
 	s->count++;
+	s->total++;
+	/* Read while dl_iterate_phdr holds the loader's lock, which dlopen and
+	 * dlclose take to add and remove objects: an object absent here was
+	 * gone by this tick (its destructors had run), and one loaded later
+	 * runs its constructors after it. */
+	s->tick = hp_tick();
 	last_adds = info->dlpi_adds;
 	last_subs = info->dlpi_subs;
 	return 0;
@@ -139,18 +150,31 @@ static int read_counters(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1; /* the counters are global: one object is enough */
 }
 
+/* The snapshot is complete: a reader may now tell which objects are gone. */
+static void snapshot_moment(const struct snapshot *s)
+{
+	uint8_t *p = hp_output_begin(HP_REC_MODULES_AT, 16);
+	if (!p)
+		return;
+	hp_le64(p, s->tick);
+	hp_le32(p + 8, s->total);
+	hp_le32(p + 12, 0);
+	hp_output_end(p + 16);
+}
+
 int hp_modules_write(int force)
 {
 	unsigned long long c[2] = { 0, 0 };
 	dl_iterate_phdr(read_counters, c);
 	if (!force && c[0] == last_adds && c[1] == last_subs)
 		return 0;
-	struct snapshot s;
+	struct snapshot s = { 0 };
 	if (snapshot_begin(&s) < 0)
 		return -1;
 	dl_iterate_phdr(add_module, &s);
 	if (s.failed)
 		return -1;
 	snapshot_end(&s);
+	snapshot_moment(&s);
 	return 0;
 }

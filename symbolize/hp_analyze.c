@@ -14,6 +14,8 @@ struct pass {
 	struct hp_dec_stream *dec;
 	size_t ndec;
 	struct hp_evbuf evbuf;
+	struct hp_funcs dict;        /* the trace's dictionary: index -> address */
+	struct hp_funcmap *funcmap;  /* index (and tick) -> function id */
 	hp_event_fn on_events;
 	void *arg;
 };
@@ -32,6 +34,20 @@ static struct hp_dec_stream *decoder_of(struct pass *ps, uint32_t stream)
 	return &ps->dec[stream];
 }
 
+/* The decoded events name dictionary indices; views count functions. */
+static int to_functions(struct pass *ps)
+{
+	struct hp_analysis *a = ps->a;
+	/* Without the map read ahead (the file fails before its end), the
+	 * modules may still grow: none are looked at. */
+	int ahead = a->info.modclock.read_ahead;
+	if (!ps->funcmap &&
+	    !(ps->funcmap = hp_funcmap_new(a->info.modules, ahead ? a->info.nmodules : 0)))
+		return -1;
+	struct hp_functions out = { &a->funcs, &a->func_module };
+	return hp_funcmap_apply(ps->funcmap, &ps->dict, ps->evbuf.ev, ps->evbuf.n, out);
+}
+
 static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size, char *err,
 			 size_t errlen)
 {
@@ -48,9 +64,13 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 		snprintf(err, errlen, "corrupt events record (stream %u)", stream);
 		return -1;
 	}
-	long n = hp_decode(&a->funcs, d, payload + 8, size - 8, &ps->evbuf, err, errlen);
+	long n = hp_decode(&ps->dict, d, payload + 8, size - 8, &ps->evbuf, err, errlen);
 	if (n < 0)
 		return -1;
+	if (to_functions(ps)) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if ((uint32_t)n != nevents) {
 		snprintf(err, errlen, "corrupt events record (%ld events where %u were written)", n, nevents);
 		return -1;
@@ -149,6 +169,8 @@ int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 		return -1;
 	a->info.stream_limit = hp_trace_stream_limit(hp_reader_size(r));
 	struct pass ps = { .a = a, .on_events = on_events, .arg = arg };
+	/* Its failure is the main pass's to report, at the same record. */
+	hp_trace_read_module_map(path, &a->info, err, errlen);
 	int rc = read_all(&ps, r, err, errlen);
 	if (!rc)
 		rc = finish(a, flags, err, errlen);
@@ -158,6 +180,8 @@ int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	}
 	free(ps.dec);
 	hp_evbuf_free(&ps.evbuf);
+	hp_funcs_free(&ps.dict);
+	hp_funcmap_free(ps.funcmap);
 	hp_reader_close(r);
 	if (!rc)
 		return 0;
@@ -170,6 +194,8 @@ void hp_analysis_free(struct hp_analysis *a)
 {
 	hp_trace_info_free(&a->info);
 	hp_funcs_free(&a->funcs);
+	free(a->func_module);
+	a->func_module = NULL;
 	hp_profile_free(&a->prof);
 	free(a->crash_open);
 	a->crash_open = NULL;

@@ -7,13 +7,18 @@
 #define HP_ANALYZE_H
 
 #include "hp_decode.h"
+#include "hp_funcmap.h"
 #include "hp_profile.h"
 #include "hp_trace.h"
 
 struct hp_analysis {
 	const char *path;
 	struct hp_trace_info info;
+	/* The functions the events are of: funcs.addr[id], and func_module[id]
+	 * the module instance that held the address when it was called (an
+	 * index into info.modules, or HP_NO_MODULE); see hp_funcmap.h. */
 	struct hp_funcs funcs;
+	uint32_t *func_module;
 	struct hp_profile prof;
 	struct hp_timebase tb;
 	uint64_t events;       /* decoded */

@@ -1,8 +1,10 @@
 /*
  * hp_report.c - flat profile rows, table and CSV.
  */
+#define _GNU_SOURCE
 #include "hp_report.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,15 +23,17 @@ static struct hp_row *new_row(struct hp_rows *rows)
 	return memset(&rows->row[rows->n++], 0, sizeof(struct hp_row));
 }
 
-static int add_function(struct hp_rows *rows, const struct hp_analysis *a, struct hp_symbols *sym,
-			uint32_t func)
+static int add_function_stat(struct hp_rows *rows, const struct hp_analysis *a,
+			     struct hp_symbols *sym, uint32_t func, const struct hp_fstat *f)
 {
-	const struct hp_fstat *f = &a->prof.f[func];
 	struct hp_symbol s;
-	hp_symbols_lookup(sym, a->funcs.addr[func], &s);
+	uint32_t module = a->func_module ? a->func_module[func] : HP_SYMBOLS_ANY_MODULE;
+	hp_symbols_lookup_in(sym, module, a->funcs.addr[func], &s);
 	struct hp_row *r = new_row(rows);
-	if (!r || !(r->name = strdup(s.name)) || !(r->module = strdup(s.module)))
+	if (!r || !(r->name = strdup(s.name)) || !(r->module = strdup(s.module)) ||
+	    (s.file && !(r->file = strdup(s.file))))
 		return -1;
+	r->offset = s.offset;
 	r->calls = f->calls;
 	r->total = hp_ticks_to_ns(&a->tb, f->total);
 	r->self = hp_ticks_to_ns(&a->tb, f->self);
@@ -38,8 +42,14 @@ static int add_function(struct hp_rows *rows, const struct hp_analysis *a, struc
 	return 0;
 }
 
+static int add_function(struct hp_rows *rows, const struct hp_analysis *a, struct hp_symbols *sym,
+			uint32_t func)
+{
+	return add_function_stat(rows, a, sym, func, &a->prof.f[func]);
+}
+
 /* Several traces may share a module: its problem is told once. */
-static int add_problem(struct hp_rows *rows, const char *why)
+int hp_rows_add_problem(struct hp_rows *rows, const char *why)
 {
 	for (size_t i = 0; i < rows->nproblems; i++)
 		if (!strcmp(rows->problem[i], why))
@@ -66,18 +76,38 @@ int hp_rows_add(struct hp_rows *rows, const struct hp_analysis *a, char *err, si
 	size_t iter = 0;
 	const char *why;
 	while (!rc && (why = hp_symbols_next_problem(sym, &iter)))
-		rc = add_problem(rows, why);
+		rc = hp_rows_add_problem(rows, why);
 	hp_symbols_free(sym);
 	if (rc)
 		snprintf(err, errlen, "out of memory");
 	return rc;
 }
 
+static int by_name_module(const struct hp_row *a, const struct hp_row *b)
+{
+	int c = strcmp(a->name, b->name);
+	return c ? c : strcmp(a->module, b->module);
+}
+
 static int by_identity(const void *x, const void *y)
 {
 	const struct hp_row *a = x, *b = y;
-	int c = strcmp(a->name, b->name);
-	return c ? c : strcmp(a->module, b->module);
+	int c = by_name_module(a, b);
+	if (c)
+		return c;
+	if (a->file && b->file)
+		return strcmp(a->file, b->file);
+	if (a->file || b->file)
+		return a->file ? 1 : -1;
+	return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+static void free_row(struct hp_row *r)
+{
+	free(r->name);
+	free(r->module);
+	free(r->file);
+	free(r->label);
 }
 
 static void merge_into(struct hp_row *to, struct hp_row *from)
@@ -87,8 +117,109 @@ static void merge_into(struct hp_row *to, struct hp_row *from)
 	to->self += from->self;
 	to->min = from->min < to->min ? from->min : to->min;
 	to->max = from->max > to->max ? from->max : to->max;
-	free(from->name);
-	free(from->module);
+	free_row(from);
+}
+
+/* ---- labels for rows that would print alike ---------------------------- */
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+enum qualifier { Q_BASENAME, Q_PATH, Q_MODULE, Q_OFFSET, Q_LEVELS };
+
+/* The qualifier of r at a level; NULL: r has none there. */
+static char *qualifier(const struct hp_row *r, enum qualifier level)
+{
+	char *q = NULL;
+	switch (level) {
+	case Q_BASENAME: return r->file ? strdup(base_name(r->file)) : NULL;
+	case Q_PATH: return r->file ? strdup(r->file) : NULL;
+	case Q_MODULE: return strdup(r->module);
+	default:
+		return asprintf(&q, "%s+0x%llx", r->module, (unsigned long long)r->offset) < 0 ? NULL : q;
+	}
+}
+
+/* 1 if every row of the group has a qualifier at level, all different. */
+static int level_tells_apart(struct hp_row **g, size_t n, enum qualifier level)
+{
+	int apart = 1;
+	char **q = calloc(n, sizeof(*q));
+	if (!q)
+		return 0;
+	for (size_t i = 0; i < n && apart; i++) {
+		apart = (q[i] = qualifier(g[i], level)) != NULL;
+		for (size_t j = 0; j < i && apart; j++)
+			apart = strcmp(q[i], q[j]) != 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(q[i]);
+	free(q);
+	return apart;
+}
+
+static int label_group(struct hp_row **g, size_t n)
+{
+	enum qualifier level = Q_BASENAME;
+	while (level < Q_OFFSET && !level_tells_apart(g, n, level))
+		level++;
+	for (size_t i = 0; i < n; i++) {
+		char *q = qualifier(g[i], level);
+		int bad = !q || asprintf(&g[i]->label, "%s (%s)", g[i]->name, q) < 0;
+		free(q);
+		if (bad) {
+			g[i]->label = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int by_name_then_identity(const void *x, const void *y)
+{
+	const struct hp_row *a = *(struct hp_row *const *)x, *b = *(struct hp_row *const *)y;
+	int c = strcmp(a->name, b->name);
+	return c ? c : by_identity(a, b);
+}
+
+static int by_name_module_then_identity(const void *x, const void *y)
+{
+	return by_identity(*(struct hp_row *const *)x, *(struct hp_row *const *)y);
+}
+
+/* Rows that print the same name (and module, with_module) get labels. */
+static int label_alike(struct hp_row *row, size_t n, int with_module)
+{
+	struct hp_row **p = malloc((n ? n : 1) * sizeof(*p));
+	if (!p)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		p[i] = &row[i];
+	qsort(p, n, sizeof(*p), with_module ? by_name_module_then_identity : by_name_then_identity);
+	int rc = 0;
+	for (size_t i = 0, j; i < n && !rc; i = j) {
+		for (j = i + 1; j < n; j++)
+			if (with_module ? by_name_module(p[i], p[j]) : strcmp(p[i]->name, p[j]->name))
+				break;
+		if (j - i > 1)
+			rc = label_group(p + i, j - i);
+	}
+	free(p);
+	return rc;
+}
+
+int hp_rows_of_functions(struct hp_rows *rows, const struct hp_analysis *a, struct hp_symbols *sym)
+{
+	static const struct hp_fstat none = { 0 };
+	for (uint32_t i = 0; i < a->funcs.n; i++) {
+		/* the profile may not have seen the last functions: no calls */
+		if (add_function_stat(rows, a, sym, i, i < a->prof.nf ? &a->prof.f[i] : &none))
+			return -1;
+	}
+	return label_alike(rows->row, rows->n, 0);
 }
 
 static void merge_same(struct hp_rows *rows)
@@ -133,12 +264,14 @@ static int by_key(const void *x, const void *y)
 	return by_identity(a, b);
 }
 
-void hp_rows_finish(struct hp_rows *rows, enum hp_sort key)
+int hp_rows_finish(struct hp_rows *rows, enum hp_sort key)
 {
 	merge_same(rows);
+	int rc = label_alike(rows->row, rows->n, 1);
 	sort_key = key;
 	if (rows->n)
 		qsort(rows->row, rows->n, sizeof(*rows->row), by_key);
+	return rc;
 }
 
 /* Four significant digits: 3 decimals below 10 of a unit, 2 below 100, 1 above. */
@@ -184,7 +317,7 @@ int hp_rows_print_table(FILE *out, const struct hp_rows *rows, size_t limit)
 		hp_format_ns(r->min, t[3], sizeof(t[3]));
 		hp_format_ns(r->max, t[4], sizeof(t[4]));
 		fprintf(out, "%12llu %12s %12s %12s %12s %12s  %s", (unsigned long long)r->calls, t[0],
-			t[1], t[2], t[3], t[4], r->name);
+			t[1], t[2], t[3], t[4], hp_row_name(r));
 		if (strcmp(r->module, "?"))
 			fprintf(out, " [%s]", r->module);
 		fputc('\n', out);
@@ -214,7 +347,7 @@ int hp_rows_print_csv(FILE *out, const struct hp_rows *rows, size_t limit)
 	fputs("function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module\r\n", out);
 	for (size_t i = 0; i < rows->n && (!limit || i < limit); i++) {
 		const struct hp_row *r = &rows->row[i];
-		hp_csv_field(out, r->name);
+		hp_csv_field(out, hp_row_name(r));
 		fprintf(out, ",%llu,%llu,%llu,%llu,%llu,%llu,", (unsigned long long)r->calls,
 			ns_int(r->total), ns_int(r->self), ns_int(avg_of(r)), ns_int(r->min),
 			ns_int(r->max));
@@ -226,10 +359,8 @@ int hp_rows_print_csv(FILE *out, const struct hp_rows *rows, size_t limit)
 
 void hp_rows_free(struct hp_rows *rows)
 {
-	for (size_t i = 0; i < rows->n; i++) {
-		free(rows->row[i].name);
-		free(rows->row[i].module);
-	}
+	for (size_t i = 0; i < rows->n; i++)
+		free_row(&rows->row[i]);
 	free(rows->row);
 	for (size_t i = 0; i < rows->nproblems; i++)
 		free(rows->problem[i]);

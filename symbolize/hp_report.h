@@ -9,12 +9,23 @@
 #include <stdio.h>
 
 #include "hp_analyze.h"
+#include "hp_symbols.h"
 
+/*
+ * A function is its name, its module and its source file (or, without one,
+ * its offset in the module's file): two static functions of one name in two
+ * files are two rows, and the same function merges across traces wherever
+ * a PIE was loaded. Rows that would print alike get a label that tells them
+ * apart: "helper (a.c)", "helper (b.c)".
+ */
 struct hp_row {
 	char *name;
 	char *module;
 	uint64_t calls;
 	double total, self, min, max; /* ns */
+	char *file;      /* source file, or NULL */
+	uint64_t offset; /* address in the module's file */
+	char *label;     /* what to print for name, when it is not the name */
 };
 
 struct hp_rows {
@@ -30,8 +41,21 @@ enum hp_sort { HP_SORT_SELF, HP_SORT_TOTAL, HP_SORT_CALLS, HP_SORT_AVG, HP_SORT_
 
 /* Names every function of a with hp_symbols and adds its row; 0 or -1. */
 int hp_rows_add(struct hp_rows *rows, const struct hp_analysis *a, char *err, size_t errlen);
-/* Merges rows of the same function and module, then sorts them. */
-void hp_rows_finish(struct hp_rows *rows, enum hp_sort key);
+/* Merges rows of the same function (name, module, file or offset), labels
+ * rows of one name and module that remain apart, then sorts them. */
+/* 0, or -1 if out of memory for the labels (rows are still merged and sorted). */
+int hp_rows_finish(struct hp_rows *rows, enum hp_sort key);
+/* The name to print for a row. */
+static inline const char *hp_row_name(const struct hp_row *r) { return r->label ? r->label : r->name; }
+/*
+ * One row per function id of a (calls and times included), in id order,
+ * labelled so that functions of one name print differently (by source file,
+ * else path, else module, else module+0xoffset) even in different modules:
+ * the names of a view that shows no module, such as dump. 0 or -1.
+ */
+int hp_rows_of_functions(struct hp_rows *rows, const struct hp_analysis *a, struct hp_symbols *sym);
+/* Adds why to the problems, unless it is there already. 0 or -1. */
+int hp_rows_add_problem(struct hp_rows *rows, const char *why);
 /* limit 0: every row. Return 0, or -1 if the output could not be written. */
 int hp_rows_print_table(FILE *out, const struct hp_rows *rows, size_t limit);
 int hp_rows_print_csv(FILE *out, const struct hp_rows *rows, size_t limit);

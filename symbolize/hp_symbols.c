@@ -32,6 +32,8 @@ struct sym_module {
 	uint8_t build_id[64];
 	uint32_t build_id_len; /* 0: none recorded, the file at the path is used as it is */
 	Dwfl_Module *dwfl_mod; /* NULL: not reported, names fall back */
+	uint32_t session;      /* the libdwfl session it is reported in */
+	uint32_t same_as;      /* the first module that is the same object */
 	/* The file at the recorded path is not the traced one: search by
 	 * build-id when the module is first needed. */
 	int pending;
@@ -45,16 +47,28 @@ struct sym_module {
 
 struct cache_slot {
 	uint64_t addr;
+	uint32_t asked; /* the module asked for, or HP_SYMBOLS_ANY_MODULE */
 	int used;
 	char *name;
 	char *file;
 	const char *module; /* points into a sym_module, or at "?" */
+	uint64_t offset;
 	int line;
 	int resolved;
 };
 
+/*
+ * libdwfl holds one module per address: objects that were loaded at the
+ * same addresses at different moments (a dlclose, then a dlopen) go into
+ * sessions of their own. More than this many objects over one address
+ * only happen in a crafted trace; the rest are named module+0xoffset.
+ */
+#define SESSIONS_MAX 64
+#define NO_SESSION UINT32_MAX
+
 struct hp_symbols {
-	Dwfl *dwfl;
+	Dwfl *dwfl[SESSIONS_MAX];
+	uint32_t nsessions;
 	/* Both live as long as the session: libdwfl keeps pointers to them. */
 	Dwfl_Callbacks callbacks;
 	char *debug_path; /* libdwfl's debuginfo_path; NULL: its default */
@@ -108,18 +122,6 @@ static int module_contains(const struct sym_module *m, uint64_t addr)
 	return 0;
 }
 
-static int modules_overlap(const struct sym_module *a, const struct sym_module *b)
-{
-	for (uint32_t i = 0; i < a->nseg; i++)
-		for (uint32_t j = 0; j < b->nseg; j++) {
-			const struct hp_segment *x = &a->seg[i], *y = &b->seg[j];
-			if (x->size && y->size &&
-			    (segment_contains(x, y->start) || segment_contains(y, x->start)))
-				return 1;
-		}
-	return 0;
-}
-
 static int copy_module(struct sym_module *dst, const struct hp_module *src)
 {
 	const char *base = src->path ? path_basename(src->path) : "";
@@ -140,28 +142,107 @@ static int copy_module(struct sym_module *dst, const struct hp_module *src)
 	return 0;
 }
 
-static int same_object(const struct hp_module *a, const struct hp_module *b)
+/* ---- sessions ---------------------------------------------------------- */
+
+/* By (bias, path), then index: the same object listed twice sorts
+ * together, its first listing first. */
+static int by_object(const void *x, const void *y, void *arg)
 {
+	const struct hp_module *modules = arg;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	const struct hp_module *a = &modules[i], *b = &modules[j];
+	if (a->bias != b->bias)
+		return a->bias < b->bias ? -1 : 1;
+	int c = strcmp(a->path ? a->path : "", b->path ? b->path : "");
+	return c ? c : (i > j) - (i < j);
+}
+
+static int by_object_same(const struct hp_module *modules, uint32_t i, uint32_t j)
+{
+	const struct hp_module *a = &modules[i], *b = &modules[j];
 	return a->bias == b->bias && a->path && b->path && !strcmp(a->path, b->path);
 }
 
-/*
- * The same object can appear more than once in a union of MODULES
- * snapshots, and libdwfl treats a second report of an identical module as
- * an overlap that garbage-collects the first one. Objects that replaced
- * another at the same addresses are just as ambiguous, so only the first
- * module to claim an address range is reported. A module still to be
- * looked for by build-id has claimed its range too.
- */
-static int claimed_earlier(const struct hp_symbols *s, const struct hp_module *modules, size_t i)
+/* libdwfl drops a module reported twice: each object is reported once,
+ * by its first listing; the others stand for it. */
+static void find_same_objects(struct hp_symbols *s, const struct hp_module *modules,
+			      uint32_t *order)
 {
-	for (size_t j = 0; j < i; j++) {
-		if (!s->mods[j].dwfl_mod && !s->mods[j].pending)
-			continue;
-		if (modules_overlap(&s->mods[j], &s->mods[i]) ||
-		    same_object(&modules[j], &modules[i]))
-			return 1;
+	size_t n = s->nmods;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, n, sizeof(*order), by_object, (void *)modules);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t m = order[i];
+		int repeat = i && by_object_same(modules, order[i - 1], m);
+		s->mods[m].same_as = repeat ? s->mods[order[i - 1]].same_as : m;
 	}
+}
+
+struct span {
+	uint64_t start, last;
+	uint32_t module;
+};
+
+static int by_span(const void *x, const void *y)
+{
+	const struct span *a = x, *b = y;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return (a->module > b->module) - (a->module < b->module);
+}
+
+/* The addresses a module's segments cover, from the lowest to the
+ * highest; 0 if it has none. */
+static int module_span(const struct sym_module *m, struct span *out)
+{
+	int any = 0;
+	for (uint32_t i = 0; i < m->nseg; i++) {
+		const struct hp_segment *g = &m->seg[i];
+		if (!g->size)
+			continue;
+		uint64_t last = g->start + (g->size - 1);
+		last = last < g->start ? UINT64_MAX : last;
+		if (!any || g->start < out->start)
+			out->start = g->start;
+		if (!any || last > out->last)
+			out->last = last;
+		any = 1;
+	}
+	return any;
+}
+
+/* Interval colouring, first fit by start address: each module goes into
+ * the first session whose modules all end below it. */
+static int assign_sessions(struct hp_symbols *s)
+{
+	struct span *spans = malloc((s->nmods ? s->nmods : 1) * sizeof(*spans));
+	if (!spans)
+		return -1;
+	size_t n = 0;
+	for (size_t i = 0; i < s->nmods; i++) {
+		s->mods[i].session = 0; /* without segments: libdwfl knows where it is */
+		if (s->mods[i].same_as == i && module_span(&s->mods[i], &spans[n]))
+			spans[n++].module = (uint32_t)i;
+	}
+	qsort(spans, n, sizeof(*spans), by_span);
+	uint64_t end[SESSIONS_MAX];
+	uint32_t used = 1;
+	int open[SESSIONS_MAX] = { 0 };
+	for (size_t i = 0; i < n; i++) {
+		uint32_t k = 0;
+		while (k < used && open[k] && end[k] >= spans[i].start)
+			k++;
+		if (k == used && used < SESSIONS_MAX)
+			used++;
+		s->mods[spans[i].module].session = k < used ? k : NO_SESSION;
+		if (k < used) {
+			end[k] = spans[i].last;
+			open[k] = 1;
+		}
+	}
+	free(spans);
+	s->nsessions = used;
 	return 0;
 }
 
@@ -221,7 +302,7 @@ static char *describe_not_found(const struct sym_module *m, const char *path, in
  */
 static void report_file(struct hp_symbols *s, struct sym_module *m, const char *path, int fd)
 {
-	m->dwfl_mod = dwfl_report_elf(s->dwfl, m->name, path, fd, m->bias, true);
+	m->dwfl_mod = dwfl_report_elf(s->dwfl[m->session], m->name, path, fd, m->bias, true);
 	if (!m->dwfl_mod && fd >= 0)
 		close(fd);
 }
@@ -232,7 +313,7 @@ static int report_modules(struct hp_symbols *s, const struct hp_module *modules)
 	for (size_t i = 0; i < s->nmods; i++) {
 		struct sym_module *m = &s->mods[i];
 		const char *path = modules[i].path ? modules[i].path : "";
-		if (claimed_earlier(s, modules, i))
+		if (m->same_as != i || m->session == NO_SESSION)
 			continue;
 		if (!m->build_id_len) {
 			if (*path && is_regular_file(path))
@@ -308,9 +389,9 @@ static void locate_by_build_id(struct hp_symbols *s, struct sym_module *m)
 	if (fd >= 0 && !path)
 		path = descriptor_path(fd);
 	if (fd >= 0 && path) {
-		dwfl_report_begin_add(s->dwfl);
+		dwfl_report_begin_add(s->dwfl[m->session]);
 		report_file(s, m, path, fd);
-		dwfl_report_end(s->dwfl, NULL, NULL);
+		dwfl_report_end(s->dwfl[m->session], NULL, NULL);
 	} else if (fd >= 0) {
 		close(fd);
 	}
@@ -325,6 +406,28 @@ struct hp_symbols *hp_symbols_new(const struct hp_module *modules, size_t n,
 	return hp_symbols_new_debug_path(modules, n, env && *env ? env : NULL, err, errlen);
 }
 
+static int begin_sessions(struct hp_symbols *s, char *err, size_t errlen)
+{
+	for (uint32_t k = 0; k < s->nsessions; k++) {
+		if (!(s->dwfl[k] = dwfl_begin(&s->callbacks))) {
+			snprintf(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
+			return -1;
+		}
+		dwfl_report_begin(s->dwfl[k]);
+	}
+	return 0;
+}
+
+static int end_sessions(struct hp_symbols *s, char *err, size_t errlen)
+{
+	for (uint32_t k = 0; k < s->nsessions; k++)
+		if (dwfl_report_end(s->dwfl[k], NULL, NULL) != 0) {
+			snprintf(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
+			return -1;
+		}
+	return 0;
+}
+
 struct hp_symbols *hp_symbols_new_debug_path(const struct hp_module *modules, size_t n,
 					     const char *debug_path, char *err, size_t errlen)
 {
@@ -337,27 +440,32 @@ struct hp_symbols *hp_symbols_new_debug_path(const struct hp_module *modules, si
 		.section_address = dwfl_offline_section_address,
 		.debuginfo_path = &s->debug_path,
 	};
-	s->dwfl = dwfl_begin(&s->callbacks);
-	if (!s->dwfl) {
-		snprintf(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
-		hp_symbols_free(s);
-		return NULL;
-	}
 	s->mods = n ? calloc(n, sizeof(*s->mods)) : NULL;
 	s->cap = CACHE_MIN_CAP;
 	s->slots = calloc(s->cap, sizeof(*s->slots));
-	if ((n && !s->mods) || !s->slots)
+	uint32_t *order = malloc((n ? n : 1) * sizeof(*order));
+	if ((n && !s->mods) || !s->slots || !order) {
+		free(order);
 		goto nomem;
+	}
 	for (size_t i = 0; i < n; i++) {
 		s->nmods = i + 1;
-		if (copy_module(&s->mods[i], &modules[i]) < 0)
+		if (copy_module(&s->mods[i], &modules[i]) < 0) {
+			free(order);
 			goto nomem;
+		}
 	}
-	dwfl_report_begin(s->dwfl);
+	find_same_objects(s, modules, order);
+	free(order);
+	if (assign_sessions(s) < 0)
+		goto nomem;
+	if (begin_sessions(s, err, errlen) < 0) {
+		hp_symbols_free(s);
+		return NULL;
+	}
 	if (report_modules(s, modules) < 0)
 		goto nomem;
-	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
-		snprintf(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
+	if (end_sessions(s, err, errlen) < 0) {
 		hp_symbols_free(s);
 		return NULL;
 	}
@@ -388,23 +496,25 @@ void hp_symbols_free(struct hp_symbols *s)
 		free(s->mods[i].why_not_found);
 	}
 	free(s->mods);
-	if (s->dwfl)
-		dwfl_end(s->dwfl);
+	for (uint32_t k = 0; k < s->nsessions; k++)
+		if (s->dwfl[k])
+			dwfl_end(s->dwfl[k]);
 	free(s->debug_path);
 	free(s);
 }
 
-static size_t slot_index(uint64_t addr, size_t cap)
+static size_t slot_index(uint64_t addr, uint32_t module, size_t cap)
 {
 	/* Function addresses share their low bits; Fibonacci hashing mixes the
 	 * high ones down. */
-	return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+	return (size_t)(((addr ^ (uint64_t)module << 48) * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
 }
 
-static struct cache_slot *find_slot(struct cache_slot *slots, size_t cap, uint64_t addr)
+static struct cache_slot *find_slot(struct cache_slot *slots, size_t cap, uint64_t addr,
+				    uint32_t module)
 {
-	size_t i = slot_index(addr, cap);
-	while (slots[i].used && slots[i].addr != addr)
+	size_t i = slot_index(addr, module, cap);
+	while (slots[i].used && (slots[i].addr != addr || slots[i].asked != module))
 		i = (i + 1) & (cap - 1);
 	return &slots[i];
 }
@@ -417,7 +527,7 @@ static int grow_cache(struct hp_symbols *s)
 		return -1;
 	for (size_t i = 0; i < s->cap; i++)
 		if (s->slots[i].used)
-			*find_slot(slots, cap, s->slots[i].addr) = s->slots[i];
+			*find_slot(slots, cap, s->slots[i].addr, s->slots[i].asked) = s->slots[i];
 	free(s->slots);
 	s->slots = slots;
 	s->cap = cap;
@@ -425,30 +535,43 @@ static int grow_cache(struct hp_symbols *s)
 }
 
 /* NULL only when the table is full and cannot grow. */
-static struct cache_slot *claim_slot(struct hp_symbols *s, uint64_t addr)
+static struct cache_slot *claim_slot(struct hp_symbols *s, uint64_t addr, uint32_t module)
 {
 	/* A failed grow is fine while free slots remain: the table only gets
 	 * slower. */
 	if (s->used + 1 > s->cap / 2 && grow_cache(s) < 0 && s->used + 1 >= s->cap)
 		return NULL;
-	struct cache_slot *slot = find_slot(s->slots, s->cap, addr);
+	struct cache_slot *slot = find_slot(s->slots, s->cap, addr, module);
 	slot->used = 1;
 	slot->addr = addr;
+	slot->asked = module;
 	s->used++;
 	return slot;
 }
 
+/* The module that stands for module i: the first listing of its object. */
+static struct sym_module *reported(struct hp_symbols *s, size_t i)
+{
+	return &s->mods[s->mods[i].same_as];
+}
+
+/* Without a moment to go by: the first module listed at addr. */
 static struct sym_module *module_at(struct hp_symbols *s, uint64_t addr)
 {
 	for (size_t i = 0; i < s->nmods; i++)
 		if (module_contains(&s->mods[i], addr))
-			return &s->mods[i];
+			return reported(s, i);
 	/* A module recorded without segments is known to libdwfl only. */
-	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, addr);
+	Dwfl_Module *dm = s->nsessions ? dwfl_addrmodule(s->dwfl[0], addr) : NULL;
 	for (size_t i = 0; dm && i < s->nmods; i++)
 		if (s->mods[i].dwfl_mod == dm)
 			return &s->mods[i];
 	return NULL;
+}
+
+static struct sym_module *module_asked(struct hp_symbols *s, uint32_t module, uint64_t addr)
+{
+	return module < s->nmods ? reported(s, module) : module_at(s, addr);
 }
 
 static char *demangle(const char *name)
@@ -525,15 +648,17 @@ static void source_location(Dwfl_Module *mod, uint64_t addr, struct cache_slot *
 		slot->line = lineno;
 }
 
-static void resolve(struct hp_symbols *s, uint64_t addr, struct cache_slot *slot)
+static void resolve(struct hp_symbols *s, struct sym_module *m, uint64_t addr,
+		    struct cache_slot *slot)
 {
-	struct sym_module *m = module_at(s, addr);
 	if (!m) {
 		slot->module = unknown_module;
+		slot->offset = addr;
 		slot->name = format_string("0x%" PRIx64, addr);
 		return;
 	}
 	slot->module = m->name;
+	slot->offset = addr - m->bias;
 	if (m->pending)
 		locate_by_build_id(s, m);
 	if (m->dwfl_mod && (slot->name = function_name(m->dwfl_mod, addr))) {
@@ -569,16 +694,18 @@ static void fill_out(const struct cache_slot *slot, struct hp_symbol *out)
 	out->module = slot->module;
 	out->file = slot->file;
 	out->line = slot->line;
+	out->offset = slot->offset;
 	out->resolved = slot->resolved;
 }
 
-void hp_symbols_lookup(struct hp_symbols *s, uint64_t addr, struct hp_symbol *out)
+void hp_symbols_lookup_in(struct hp_symbols *s, uint32_t module, uint64_t addr,
+			  struct hp_symbol *out)
 {
-	struct cache_slot *slot = find_slot(s->slots, s->cap, addr);
+	struct cache_slot *slot = find_slot(s->slots, s->cap, addr, module);
 	if (!slot->used) {
-		slot = claim_slot(s, addr);
+		slot = claim_slot(s, addr, module);
 		if (slot)
-			resolve(s, addr, slot);
+			resolve(s, module_asked(s, module, addr), addr, slot);
 	}
 	if (slot && slot->name) {
 		fill_out(slot, out);
@@ -591,5 +718,10 @@ void hp_symbols_lookup(struct hp_symbols *s, uint64_t addr, struct hp_symbol *ou
 		*slot = (struct cache_slot){ 0 };
 		s->used--;
 	}
-	*out = (struct hp_symbol){ .name = "?", .module = unknown_module };
+	*out = (struct hp_symbol){ .name = "?", .module = unknown_module, .offset = addr };
+}
+
+void hp_symbols_lookup(struct hp_symbols *s, uint64_t addr, struct hp_symbol *out)
+{
+	hp_symbols_lookup_in(s, HP_SYMBOLS_ANY_MODULE, addr, out);
 }

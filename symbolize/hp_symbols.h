@@ -1,8 +1,9 @@
 /*
  * hp_symbols.h - addresses of a traced process to function names, offline,
  * with elfutils libdwfl: each module of the trace's module map is reported
- * at its recorded load address; DWARF first, then the ELF symbol table, then
- * module+0xoffset. C++ names are demangled.
+ * at its recorded load address (objects that held the same addresses at
+ * different moments in separate libdwfl sessions); DWARF first, then the
+ * ELF symbol table, then module+0xoffset. C++ names are demangled.
  *
  * Where the trace recorded a module's build-id, the file at its path is used
  * only if it has that build-id; otherwise the file is looked for by build-id
@@ -26,7 +27,12 @@ struct hp_symbol {
 	const char *file;   /* source file, or NULL */
 	int line;           /* 0 if unknown */
 	int resolved;       /* 1 if name came from DWARF or a symbol table */
+	uint64_t offset;    /* the address in the module's file (minus its bias);
+			     * the address itself outside modules */
 };
+
+/* For hp_symbols_lookup_in: whichever module was listed first at addr. */
+#define HP_SYMBOLS_ANY_MODULE UINT32_MAX
 
 struct hp_symbols;
 
@@ -43,6 +49,11 @@ struct hp_symbols *hp_symbols_new_debug_path(const struct hp_module *modules, si
 /* Fills out; the strings live as long as the hp_symbols. Never fails: an
  * unknown address gets "0x1234" with module "?". */
 void hp_symbols_lookup(struct hp_symbols *s, uint64_t addr, struct hp_symbol *out);
+/* The same, for addr as module `module` (an index into the modules given to
+ * hp_symbols_new) had it: objects loaded at the same addresses at different
+ * moments each name their own functions. */
+void hp_symbols_lookup_in(struct hp_symbols *s, uint32_t module, uint64_t addr,
+			  struct hp_symbol *out);
 /*
  * Why the functions of the module containing addr are named module+0xoffset
  * although the trace recorded its build-id: the file at its path has another

@@ -212,9 +212,98 @@ static int parse_clock(struct hp_trace_info *info, struct cursor *c)
 	return 0;
 }
 
+/* ---- the module map, as of a moment ---------------------------------- */
+
+static uint64_t module_hash(uint64_t bias, const char *path)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ bias;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
 static int same_module(const struct hp_module *a, uint64_t bias, const char *path)
 {
 	return a->bias == bias && !strcmp(a->path, path);
+}
+
+/* The slot of (bias, path) in the hash: its module, or the empty slot where
+ * it would go. Hashed, so that a map of many objects reads in linear time. */
+static uint32_t *module_slot(const struct hp_trace_info *info, uint64_t bias, const char *path)
+{
+	const struct hp_module_clock *mc = &info->modclock;
+	size_t mask = mc->slot_cap - 1;
+	for (size_t i = module_hash(bias, path) & mask;; i = (i + 1) & mask) {
+		uint32_t *slot = &mc->slot[i];
+		if (!*slot || same_module(&info->modules[*slot - 1], bias, path))
+			return slot;
+	}
+}
+
+/* Keeps the hash at most half full, with room for one more module. */
+static int module_slots_reserve(struct hp_trace_info *info)
+{
+	struct hp_module_clock *mc = &info->modclock;
+	if ((info->nmodules + 1) * 2 <= mc->slot_cap)
+		return 0;
+	size_t cap = mc->slot_cap ? mc->slot_cap * 2 : 64;
+	uint32_t *slot = calloc(cap, sizeof(*slot));
+	if (!slot)
+		return -1;
+	free(mc->slot);
+	mc->slot = slot;
+	mc->slot_cap = cap;
+	for (size_t i = 0; i < info->nmodules; i++)
+		*module_slot(info, info->modules[i].bias, info->modules[i].path) = (uint32_t)i + 1;
+	return 0;
+}
+
+static struct hp_life *last_life(const struct hp_module *m)
+{
+	return m->nlives ? &m->life[m->nlives - 1] : NULL;
+}
+
+/* The snapshot being read lists module i: a module not loaded at the last
+ * complete snapshot was loaded since, i.e. after its tick. */
+static int module_listed(struct hp_trace_info *info, uint32_t i)
+{
+	struct hp_module_clock *mc = &info->modclock;
+	struct hp_module *m = &info->modules[i];
+	m->listed = mc->serial;
+	mc->listed++;
+	struct hp_life *last = last_life(m);
+	if (last && last->to == HP_TICK_NEVER)
+		return 0;
+	struct hp_life *life = realloc(m->life, (m->nlives + 1) * sizeof(*life));
+	if (!life)
+		return -1;
+	m->life = life;
+	life[m->nlives++] = (struct hp_life){ mc->tick, HP_TICK_NEVER };
+	if (mc->nalive == mc->alive_cap) {
+		size_t cap = mc->alive_cap ? mc->alive_cap * 2 : 64;
+		uint32_t *alive = realloc(mc->alive, cap * sizeof(*alive));
+		if (!alive)
+			return -1;
+		mc->alive = alive;
+		mc->alive_cap = cap;
+	}
+	mc->alive[mc->nalive++] = i;
+	return 0;
+}
+
+static int parse_segments(struct hp_module *m, struct cursor *c)
+{
+	m->seg = calloc(m->nseg ? m->nseg : 1, sizeof(*m->seg));
+	if (!m->seg)
+		return -1;
+	for (uint32_t i = 0; i < m->nseg; i++) {
+		m->seg[i].start = take64(c);
+		m->seg[i].size = take64(c);
+		m->seg[i].offset = take64(c);
+		m->seg[i].flags = take32(c);
+		take32(c);
+	}
+	return 0;
 }
 
 static int parse_one_module(struct hp_trace_info *info, struct cursor *c)
@@ -229,28 +318,24 @@ static int parse_one_module(struct hp_trace_info *info, struct cursor *c)
 		goto bad;
 	memcpy(m.build_id, id, id_len);
 	m.build_id_len = id_len;
-	for (size_t i = 0; i < info->nmodules; i++)
-		if (same_module(&info->modules[i], m.bias, m.path)) {
-			take(c, (size_t)m.nseg * 32);
-			free(m.path);
-			return 0;
-		}
-	m.seg = calloc(m.nseg ? m.nseg : 1, sizeof(*m.seg));
-	if (!m.seg)
+	if (module_slots_reserve(info))
 		goto bad;
-	for (uint32_t i = 0; i < m.nseg; i++) {
-		m.seg[i].start = take64(c);
-		m.seg[i].size = take64(c);
-		m.seg[i].offset = take64(c);
-		m.seg[i].flags = take32(c);
-		take32(c);
+	uint32_t *slot = module_slot(info, m.bias, m.path);
+	if (*slot) {
+		take(c, (size_t)m.nseg * 32);
+		free(m.path);
+		return module_listed(info, *slot - 1);
 	}
 	struct hp_module *mods = realloc(info->modules, (info->nmodules + 1) * sizeof(*mods));
-	if (!mods)
+	if (!mods || parse_segments(&m, c)) {
+		if (mods)
+			info->modules = mods;
 		goto bad;
+	}
 	info->modules = mods;
-	mods[info->nmodules++] = m;
-	return 0;
+	mods[info->nmodules] = m;
+	*slot = (uint32_t)++info->nmodules;
+	return module_listed(info, *slot - 1);
 bad:
 	free(m.path);
 	free(m.seg);
@@ -259,10 +344,130 @@ bad:
 
 static int parse_modules(struct hp_trace_info *info, struct cursor *c)
 {
+	if (info->modclock.read_ahead)
+		return 0;
+	if (!info->modclock.serial)
+		info->modclock.serial = 1;
 	uint32_t n = take32(c);
 	for (uint32_t i = 0; i < n && !c->bad; i++)
 		if (parse_one_module(info, c))
 			return -1;
+	return 0;
+}
+
+/* MODULES_AT: the snapshot just read is complete, as of tick; the modules
+ * with an open life that it did not list were unloaded by then. */
+static int parse_modules_at(struct hp_trace_info *info, struct cursor *c)
+{
+	struct hp_module_clock *mc = &info->modclock;
+	if (mc->read_ahead)
+		return 0;
+	uint64_t tick = take64(c);
+	uint32_t count = take32(c);
+	take32(c);
+	if (c->bad || count != mc->listed)
+		return -1;
+	if (!mc->serial)
+		mc->serial = 1;
+	for (size_t i = 0; i < mc->nalive;) {
+		struct hp_module *m = &info->modules[mc->alive[i]];
+		if (m->listed == mc->serial) {
+			i++;
+			continue;
+		}
+		struct hp_life *last = last_life(m);
+		last->to = tick > last->from ? tick : last->from;
+		mc->alive[i] = mc->alive[--mc->nalive];
+	}
+	mc->tick = tick;
+	mc->serial++;
+	mc->listed = 0;
+	return 0;
+}
+
+int hp_module_loaded_at(const struct hp_module *m, uint64_t tick)
+{
+	size_t lo = 0, hi = m->nlives; /* the first life that begins after tick */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->life[mid].from <= tick)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && tick < m->life[lo - 1].to;
+}
+
+static void free_modules(struct hp_trace_info *info)
+{
+	for (size_t i = 0; i < info->nmodules; i++) {
+		free(info->modules[i].path);
+		free(info->modules[i].seg);
+		free(info->modules[i].life);
+	}
+	free(info->modules);
+	free(info->modclock.alive);
+	free(info->modclock.slot);
+	info->modules = NULL;
+	info->nmodules = 0;
+	memset(&info->modclock, 0, sizeof(info->modclock));
+}
+
+/* hp_reader_next, passing over EVENTS records unread: the module map is a
+ * small part of a trace. Anything but a whole EVENTS record is left to
+ * hp_reader_next, which reads it or says what is wrong. */
+static int next_record_but_events(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
+				  uint32_t *size, char *err, size_t errlen)
+{
+	uint8_t h[HP_RECORD_HEADER_SIZE];
+	while (fread(h, 1, sizeof(h), r->f) == sizeof(h)) {
+		uint64_t n = hp_rd32(h + 4);
+		if (hp_rd32(h) != HP_REC_EVENTS || n > HP_RECORD_MAX ||
+		    r->offset + HP_RECORD_HEADER_SIZE + n > r->size)
+			break;
+		if (fseek(r->f, (long)n, SEEK_CUR))
+			break;
+		r->offset += HP_RECORD_HEADER_SIZE + n;
+	}
+	if (fseek(r->f, (long)r->offset, SEEK_SET))
+		return fail(err, errlen, r->path, "read error");
+	return hp_reader_next(r, type, payload, size, err, errlen);
+}
+
+static int read_module_records(struct hp_reader *r, struct hp_trace_info *map, char *err,
+			       size_t errlen)
+{
+	uint32_t type, size;
+	const uint8_t *payload;
+	int rc;
+	while ((rc = next_record_but_events(r, &type, &payload, &size, err, errlen)) == 1) {
+		if (type == HP_REC_END)
+			return 0;
+		if ((type == HP_REC_MODULES || type == HP_REC_MODULES_AT) &&
+		    hp_trace_info_add(map, type, payload, size, err, errlen))
+			return -1;
+	}
+	return rc;
+}
+
+int hp_trace_read_module_map(const char *path, struct hp_trace_info *info, char *err,
+			     size_t errlen)
+{
+	struct hp_trace_info map = { 0 };
+	struct hp_reader *r = hp_reader_open(path, err, errlen);
+	if (!r)
+		return -1;
+	int rc = read_module_records(r, &map, err, errlen);
+	hp_reader_close(r);
+	if (rc) {
+		free_modules(&map);
+		return -1;
+	}
+	free_modules(info);
+	info->modules = map.modules;
+	info->nmodules = map.nmodules;
+	info->modclock = map.modclock;
+	info->modclock.read_ahead = 1;
 	return 0;
 }
 
@@ -404,6 +609,7 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 	case HP_REC_PROCESS: rc = parse_process(info, &c); break;
 	case HP_REC_CLOCK: rc = parse_clock(info, &c); break;
 	case HP_REC_MODULES: rc = parse_modules(info, &c); break;
+	case HP_REC_MODULES_AT: rc = parse_modules_at(info, &c); break;
 	case HP_REC_THREAD: rc = parse_thread(info, &c); break;
 	case HP_REC_LOST: rc = parse_lost(info, &c); break;
 	case HP_REC_END: rc = parse_end(info, &c); break;
@@ -426,11 +632,7 @@ void hp_trace_info_free(struct hp_trace_info *info)
 	free(info->argv);
 	free(info->exe);
 	free(info->parent_trace);
-	for (size_t i = 0; i < info->nmodules; i++) {
-		free(info->modules[i].path);
-		free(info->modules[i].seg);
-	}
-	free(info->modules);
+	free_modules(info);
 	for (size_t i = 0; i < info->nstreams; i++)
 		free(info->streams[i].root.pc);
 	free(info->streams);

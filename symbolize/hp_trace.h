@@ -16,6 +16,13 @@ struct hp_segment {
 	uint32_t flags;  /* PF_R | PF_W | PF_X */
 };
 
+/* A stretch of ticks [from, to) while a module was loaded. */
+struct hp_life {
+	uint64_t from, to;
+};
+#define HP_TICK_NEVER UINT64_MAX
+
+/* One object at one load address, however often it was loaded there. */
 struct hp_module {
 	uint64_t bias; /* load bias: run-time address minus ELF address */
 	char *path;
@@ -23,6 +30,26 @@ struct hp_module {
 	uint32_t build_id_len;
 	uint32_t nseg;
 	struct hp_segment *seg;
+	/* When it was loaded, oldest first. A life begins at the last snapshot
+	 * that did not list the module (0: the first snapshot did) and ends at
+	 * the first that no longer does (MODULES_AT records); without those
+	 * records, one life spans the whole run. */
+	struct hp_life *life;
+	uint32_t nlives;
+	uint32_t listed; /* internal: the snapshot that last listed it */
+};
+
+/* The reader's bookkeeping for the module map as of a moment. */
+struct hp_module_clock {
+	uint64_t tick;      /* of the last complete snapshot; 0 before the first */
+	uint32_t serial;    /* number of the snapshot being read, from 1 */
+	uint32_t listed;    /* modules it listed so far */
+	uint32_t *alive;    /* modules with an open life */
+	size_t nalive, alive_cap;
+	uint32_t *slot;     /* hash of (bias, path): module index + 1, 0 empty */
+	size_t slot_cap;    /* a power of two, or 0 */
+	int read_ahead;     /* the map was read before the events: MODULES and
+			     * MODULES_AT records are not folded in again */
 };
 
 /* Raw addresses taken with libunwind (CRASH and STACK records). */
@@ -66,6 +93,7 @@ struct hp_trace_info {
 	uint32_t argc;
 	struct hp_module *modules; /* union of every MODULES snapshot */
 	size_t nmodules;
+	struct hp_module_clock modclock;
 	struct hp_stream_info *streams; /* indexed by stream id */
 	size_t nstreams;
 	uint64_t clock_tick[2], clock_ns[2]; /* first and last CLOCK pairs */
@@ -104,6 +132,17 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 		      uint32_t size, char *err, size_t errlen);
 struct hp_stream_info *hp_trace_stream(struct hp_trace_info *info, uint32_t stream);
 void hp_trace_info_free(struct hp_trace_info *info);
+/*
+ * Reads the whole module map of the trace at path (every MODULES and
+ * MODULES_AT record up to END) into info, before its events are decoded:
+ * which object an address named at a given tick needs the snapshots written
+ * after it too. 0; -1 if the file cannot be read to its end, with info
+ * unchanged (reading it record by record then meets the same error).
+ */
+int hp_trace_read_module_map(const char *path, struct hp_trace_info *info, char *err,
+			     size_t errlen);
+/* 1 if module m was loaded at tick. */
+int hp_module_loaded_at(const struct hp_module *m, uint64_t tick);
 
 /* Ticks to nanoseconds since the first CLOCK record. */
 struct hp_timebase {

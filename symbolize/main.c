@@ -575,7 +575,10 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 	}
 	fwrite(headers, 1, headers_len, stdout);
 	free(headers);
-	hp_rows_finish(&rows, o->sort);
+	if (hp_rows_finish(&rows, o->sort)) {
+		hp_rows_free(&rows);
+		return print_error("out of memory");
+	}
 	rc = o->csv ? hp_rows_print_csv(stdout, &rows, o->limit)
 		    : hp_rows_print_table(stdout, &rows, o->limit);
 	if (rc || fflush(stdout)) {
@@ -800,7 +803,10 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 		printf("  0x%012llx %s build-id ", (unsigned long long)m->bias, m->path);
 		for (uint32_t j = 0; j < m->build_id_len; j++)
 			printf("%02x", m->build_id[j]);
-		printf("%s\n", m->build_id_len ? "" : "none");
+		printf("%s", m->build_id_len ? "" : "none");
+		if (m->nlives > 1) /* unloaded and loaded again at the same address */
+			printf(" (loaded %u times)", m->nlives);
+		putchar('\n');
 	}
 }
 
@@ -825,25 +831,15 @@ static int cmd_info(int argc, char **argv)
 }
 
 struct dump_state {
-	struct hp_symbols *sym;
-	size_t nmodules;
+	struct hp_rows names; /* row i: function id i, named apart from the others */
 	uint64_t tick0;
 	int have_tick0;
 };
 
-/* Modules can be reported after the first events; names need all of them. */
 static int dump_events(void *arg, const struct hp_analysis *a, uint32_t stream,
 		       const struct hp_ev *ev, size_t n)
 {
 	struct dump_state *d = arg;
-	char err[ERRLEN];
-	if (!d->sym || d->nmodules != a->info.nmodules) {
-		hp_symbols_free(d->sym);
-		d->sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, sizeof(err));
-		d->nmodules = a->info.nmodules;
-		if (!d->sym)
-			return -1;
-	}
 	double ns_per_tick = 1.0;
 	if (a->info.clock_source == HP_CLOCK_TSC && a->info.nclocks >= 2)
 		ns_per_tick = (double)(a->info.clock_ns[1] - a->info.clock_ns[0]) /
@@ -858,12 +854,33 @@ static int dump_events(void *arg, const struct hp_analysis *a, uint32_t stream,
 			d->tick0 = ev[i].tick;
 			d->have_tick0 = 1;
 		}
-		struct hp_symbol s;
-		hp_symbols_lookup(d->sym, a->funcs.addr[ev[i].func], &s);
+		const char *name = ev[i].func < d->names.n ? hp_row_name(&d->names.row[ev[i].func]) : "?";
 		double t = (double)(int64_t)(ev[i].tick - d->tick0) * ns_per_tick;
-		printf("%u %.0f %s %s\n", tid, t, ev[i].kind == HP_EV_ENTER ? "enter" : "exit", s.name);
+		printf("%u %.0f %s %s\n", tid, t, ev[i].kind == HP_EV_ENTER ? "enter" : "exit", name);
 	}
 	return ferror(stdout) ? -1 : 0;
+}
+
+/* A first pass learns every function of the trace, so that two of one name
+ * print apart from the first event on; the warnings about names are those
+ * of the functions named. */
+static int dump_names(const char *path, int flags, struct dump_state *d)
+{
+	struct hp_analysis a;
+	char err[ERRLEN];
+	if (hp_analyze(path, flags, NULL, NULL, &a, err, sizeof(err)))
+		return print_error(err);
+	struct hp_symbols *sym = hp_symbols_new(a.info.modules, a.info.nmodules, err, sizeof(err));
+	int rc = sym ? hp_rows_of_functions(&d->names, &a, sym) : -1;
+	if (rc && sym)
+		snprintf(err, sizeof(err), "out of memory");
+	hp_analysis_free(&a);
+	size_t iter = 0;
+	const char *why;
+	while (!rc && (why = hp_symbols_next_problem(sym, &iter)))
+		rc = hp_rows_add_problem(&d->names, why);
+	hp_symbols_free(sym);
+	return rc ? print_error(err) : 0;
 }
 
 static int cmd_dump(int argc, char **argv)
@@ -878,22 +895,24 @@ static int cmd_dump(int argc, char **argv)
 	struct dump_state d = { 0 };
 	struct hp_analysis a;
 	char err[ERRLEN];
+	if (dump_names(argv[1], flags, &d)) {
+		hp_rows_free(&d.names);
+		return 1;
+	}
 	printf("# tid time_ns enter|exit function (time from the first event; exact until the end record is read)\n");
 	int rc = hp_analyze(argv[1], flags, dump_events, &d, &a, err, sizeof(err));
 	if (rc) {
-		hp_symbols_free(d.sym);
+		hp_rows_free(&d.names);
 		return print_error(err);
 	}
 	hp_analysis_free(&a);
 	if (fflush(stdout)) {
-		hp_symbols_free(d.sym);
+		hp_rows_free(&d.names);
 		return print_error("cannot write to standard output");
 	}
-	size_t iter = 0;
-	const char *why;
-	while (d.sym && (why = hp_symbols_next_problem(d.sym, &iter)))
-		warn_names(why);
-	hp_symbols_free(d.sym);
+	for (size_t i = 0; i < d.names.nproblems; i++)
+		warn_names(d.names.problem[i]);
+	hp_rows_free(&d.names);
 	return 0;
 }
 

@@ -275,7 +275,7 @@ START_TEST(test_unknown_records_skipped)
 	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	EVENTS(&file, 0, 1, 0x43, 0x10, 0x00, 0x0a); /* A @10 */
-	size_t r = tk_rec_begin(&file, 8);
+	size_t r = tk_rec_begin(&file, 0x70); /* 8 to 11 are taken since 1.1 */
 	tk_put8(&file, 0x80), tk_put8(&file, 0x80), tk_put8(&file, 0x80);
 	tk_rec_end(&file, r);
 	r = tk_rec_begin(&file, 0xffffffffu);
@@ -370,6 +370,76 @@ START_TEST(test_modules_parsed)
 	ck_assert_str_eq(a.info.modules[1].path, "/lib/libx.so");
 	ck_assert_uint_eq(a.info.modules[1].seg[0].size, 0x400);
 	ck_assert_uint_eq(a.events, 2);
+}
+END_TEST
+
+/* A MODULES record listing one module of one executable segment, or none. */
+static void one_module_rec(struct tk_bytes *b, const char *obj, uint64_t bias, uint64_t start)
+{
+	size_t r = tk_rec_begin(b, HP_REC_MODULES);
+	tk_put32(b, obj ? 1 : 0);
+	if (obj) {
+		tk_put64(b, bias);
+		tk_putstr(b, obj);
+		tk_put32(b, 0);
+		tk_put32(b, 1);
+		tk_put64(b, start), tk_put64(b, 0x1000), tk_put64(b, 0x1000);
+		tk_put32(b, 5), tk_put32(b, 0);
+	}
+	tk_rec_end(b, r);
+}
+
+static void modules_at_rec(struct tk_bytes *b, uint64_t tick, uint32_t count)
+{
+	size_t r = tk_rec_begin(b, HP_REC_MODULES_AT);
+	tk_put64(b, tick), tk_put32(b, count), tk_put32(b, 0);
+	tk_rec_end(b, r);
+}
+
+/* liba.so is unloaded at tick 20 and libb.so loaded at the same address;
+ * libb's snapshot comes after all the events in the file. The address
+ * 0x7f0000001010 is two functions: liba's called once (@10-12), libb's
+ * twice (@30-33, during its dlopen before any snapshot showed it, and
+ * @50-51). */
+START_TEST(test_address_reused_after_dlclose)
+{
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_MONOTONIC);
+	tk_clock_rec(&file, 0, 0);
+	one_module_rec(&file, "/lib/liba.so", 0x7f0000000000ull, 0x7f0000001000ull);
+	modules_at_rec(&file, 5, 1);
+	EVENTS(&file, 0, 2, 0x43, 0x90, 0xa0, 0x80, 0x80, 0x80, 0xe0, 0x1f, 0x00, 0x0a, 0x82);
+	one_module_rec(&file, NULL, 0, 0);
+	modules_at_rec(&file, 20, 0);
+	EVENTS(&file, 0, 4, 0x00, 0x12, 0x83, 0x00, 0x11, 0x81);
+	one_module_rec(&file, "/lib/libb.so", 0x7f0000000000ull, 0x7f0000001000ull);
+	modules_at_rec(&file, 60, 1);
+	tk_end_rec(&file, 6, 0, 1);
+	analyze_ok(0, NULL, NULL);
+	ck_assert_uint_eq(a.info.nmodules, 2);
+	ck_assert_uint_eq(a.funcs.n, 2);
+	assert_stat(0, 0x7f0000001010ull, 1, 2, 2, 2, 2);
+	assert_stat(1, 0x7f0000001010ull, 2, 4, 4, 1, 3);
+	ck_assert_str_eq(a.info.modules[a.func_module[0]].path, "/lib/liba.so");
+	ck_assert_str_eq(a.info.modules[a.func_module[1]].path, "/lib/libb.so");
+}
+END_TEST
+
+/* Without MODULES_AT records (a 1.0 trace), every module is there for the
+ * whole run, and an address is one function as before. */
+START_TEST(test_untimed_modules_one_function_per_address)
+{
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_MONOTONIC);
+	tk_clock_rec(&file, 0, 0);
+	one_module_rec(&file, "/lib/liba.so", 0x7f0000000000ull, 0x7f0000001000ull);
+	EVENTS(&file, 0, 2, 0x43, 0x90, 0xa0, 0x80, 0x80, 0x80, 0xe0, 0x1f, 0x00, 0x0a, 0x82);
+	EVENTS(&file, 0, 4, 0x00, 0x12, 0x83, 0x00, 0x11, 0x81);
+	tk_end_rec(&file, 6, 0, 1);
+	analyze_ok(0, NULL, NULL);
+	ck_assert_uint_eq(a.funcs.n, 1);
+	assert_stat(0, 0x7f0000001010ull, 3, 6, 6, 1, 3);
+	ck_assert_uint_eq(a.func_module[0], 0);
 }
 END_TEST
 
@@ -531,6 +601,8 @@ static Suite *analyze_suite(void)
 	tcase_add_test(core, test_unknown_records_skipped);
 	tcase_add_test(core, test_lost_summed);
 	tcase_add_test(core, test_modules_parsed);
+	tcase_add_test(core, test_address_reused_after_dlclose);
+	tcase_add_test(core, test_untimed_modules_one_function_per_address);
 	tcase_add_test(core, test_callback_per_record);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");

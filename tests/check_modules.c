@@ -62,6 +62,10 @@ static struct rec recs[MAX_RECS];
 static int nrecs;
 /* recs parsed by the symbolize reader, one hp_trace_info per record */
 static struct hp_trace_info snaps[MAX_RECS];
+/* The MODULES_AT record that closed each snapshot: its tick and its size. */
+static uint64_t moment_tick[MAX_RECS];
+static uint32_t moment_count[MAX_RECS];
+static int nmoments;
 
 static void setup(void)
 {
@@ -69,6 +73,7 @@ static void setup(void)
 	snprintf(path, sizeof(path), "%s/m.hookprof", dir);
 	err[0] = 0;
 	nrecs = 0;
+	nmoments = 0;
 	memset(snaps, 0, sizeof(snaps));
 }
 
@@ -136,7 +141,19 @@ static void load(void)
 	uint32_t type, size;
 	const uint8_t *payload;
 	int rc;
+	uint32_t since_moment = 0;
 	while ((rc = hp_reader_next(r, &type, &payload, &size, err, sizeof(err))) == 1) {
+		if (type == HP_REC_MODULES_AT) {
+			/* closes the snapshot: its size is the modules since the last one */
+			ck_assert_int_lt(nmoments, MAX_RECS);
+			ck_assert_uint_eq(size, 16);
+			ck_assert_uint_eq(hp_rd32(payload + 8), since_moment);
+			ck_assert_uint_eq(hp_rd32(payload + 12), 0);
+			moment_tick[nmoments] = hp_rd64(payload);
+			moment_count[nmoments++] = since_moment;
+			since_moment = 0;
+			continue;
+		}
 		ck_assert_int_lt(nrecs, MAX_RECS);
 		struct rec *x = &recs[nrecs];
 		x->type = type;
@@ -151,8 +168,10 @@ static void load(void)
 			      "%s", err);
 		/* no two modules share (bias, path): the reader keeps them all */
 		ck_assert_uint_eq(snaps[nrecs - 1].nmodules, count);
+		since_moment += count;
 	}
 	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_uint_eq(since_moment, 0); /* every snapshot was closed */
 	hp_reader_close(r);
 }
 
@@ -551,6 +570,32 @@ START_TEST(test_dlclose_new_snapshot)
 }
 END_TEST
 
+/* Each snapshot ends with its moment, read on the event clock while the
+ * loader's list was being walked: between the ticks around the write. */
+START_TEST(test_snapshot_moment)
+{
+	need_libs();
+	start_trace();
+	uint64_t t0 = hp_tick();
+	ck_assert_int_eq(hp_modules_write(1), 0);
+	uint64_t t1 = hp_tick();
+	void *h = dlopen(lib_one, RTLD_NOW | RTLD_LOCAL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(hp_modules_write(0), 0);
+	uint64_t t2 = hp_tick();
+	ck_assert_int_eq(dlclose(h), 0);
+	load();
+	ck_assert_int_eq(nrecs, 2);
+	ck_assert_int_eq(nmoments, 2);
+	ck_assert_uint_eq(moment_count[0], snaps[0].nmodules);
+	ck_assert_uint_eq(moment_count[1], snaps[0].nmodules + 1);
+	ck_assert_uint_ge(moment_tick[0], t0);
+	ck_assert_uint_le(moment_tick[0], t1);
+	ck_assert_uint_ge(moment_tick[1], t1);
+	ck_assert_uint_le(moment_tick[1], t2);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- limits */
 
 START_TEST(test_force_always_writes)
@@ -922,6 +967,7 @@ static Suite *modules_suite(void)
 	tcase_add_test(core, test_unchanged_writes_nothing);
 	tcase_add_test(core, test_dlopen_new_snapshot);
 	tcase_add_test(core, test_dlclose_new_snapshot);
+	tcase_add_test(core, test_snapshot_moment);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);

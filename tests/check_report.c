@@ -50,8 +50,19 @@ static void add_row(const char *name, const char *module, uint64_t calls, double
 		rows.row = realloc(rows.row, rows.cap * sizeof(*rows.row));
 		ck_assert_ptr_nonnull(rows.row);
 	}
-	rows.row[rows.n++] = (struct hp_row){ strdup(name), strdup(module), calls, total, self,
-					      min, max };
+	rows.row[rows.n++] = (struct hp_row){ .name = strdup(name), .module = strdup(module),
+					      .calls = calls, .total = total, .self = self,
+					      .min = min, .max = max };
+}
+
+/* A row of a function with its source file (NULL: none) and offset. */
+static void add_row_at(const char *name, const char *module, const char *file, uint64_t offset,
+		       uint64_t calls)
+{
+	add_row(name, module, calls, (double)calls, (double)calls, 1, 1);
+	struct hp_row *r = &rows.row[rows.n - 1];
+	r->file = file ? strdup(file) : NULL;
+	r->offset = offset;
 }
 
 static const char *fmt(double ns)
@@ -173,6 +184,54 @@ START_TEST(test_merge_same_function)
 	r = &rows.row[2];
 	ck_assert_str_eq(r->name, "g");
 	ck_assert_uint_eq(r->calls, 1);
+}
+END_TEST
+
+/* Two static functions of one name in two files are two rows, and each
+ * merges with itself across runs (same file, any load address). */
+START_TEST(test_static_functions_apart)
+{
+	add_row_at("helper", "prog", "/src/a.c", 0x1100, 10);
+	add_row_at("helper", "prog", "/src/b.c", 0x1200, 5000);
+	add_row_at("helper", "prog", "/src/a.c", 0x1100, 10);
+	add_row_at("helper", "prog", "/src/b.c", 0x1200, 5000);
+	add_row_at("main", "prog", "/src/main.c", 0x1000, 2);
+	ck_assert_int_eq(hp_rows_finish(&rows, HP_SORT_CALLS), 0);
+	ck_assert_uint_eq(rows.n, 3);
+	ck_assert_str_eq(hp_row_name(&rows.row[0]), "helper (b.c)");
+	ck_assert_uint_eq(rows.row[0].calls, 10000);
+	ck_assert_str_eq(hp_row_name(&rows.row[1]), "helper (a.c)");
+	ck_assert_uint_eq(rows.row[1].calls, 20);
+	ck_assert_str_eq(hp_row_name(&rows.row[2]), "main");
+	ck_assert_int_eq(hp_rows_print_csv(out, &rows, 0), 0);
+	ck_assert_str_eq(output(), "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module\r\n"
+				   "helper (b.c),10000,10000,10000,1,1,1,prog\r\n"
+				   "helper (a.c),20,20,20,1,1,1,prog\r\n"
+				   "main,2,2,2,1,1,1,prog\r\n");
+}
+END_TEST
+
+/* Rows of one name apart by what tells them apart: the file's path when
+ * the base names agree, the offset without source files; one name in two
+ * modules needs nothing (the module is shown). */
+START_TEST(test_labels_fall_back)
+{
+	add_row_at("f", "prog", "/x/util.c", 0x10, 1);
+	add_row_at("f", "prog", "/y/util.c", 0x20, 2);
+	add_row_at("g", "prog", NULL, 0x30, 3);
+	add_row_at("g", "prog", NULL, 0x40, 4);
+	add_row_at("h", "prog", NULL, 0x50, 5);
+	add_row_at("h", "lib.so", NULL, 0x50, 6);
+	ck_assert_int_eq(hp_rows_finish(&rows, HP_SORT_CALLS), 0);
+	ck_assert_uint_eq(rows.n, 6);
+	ck_assert_str_eq(hp_row_name(&rows.row[0]), "h");
+	ck_assert_str_eq(hp_row_name(&rows.row[1]), "h");
+	ck_assert_str_eq(hp_row_name(&rows.row[2]), "g (prog+0x40)");
+	ck_assert_str_eq(hp_row_name(&rows.row[3]), "g (prog+0x30)");
+	ck_assert_str_eq(hp_row_name(&rows.row[4]), "f (/y/util.c)");
+	ck_assert_str_eq(hp_row_name(&rows.row[5]), "f (/x/util.c)");
+	ck_assert_int_eq(hp_rows_print_table(out, &rows, 0), 0);
+	ck_assert_ptr_nonnull(strstr(output(), "  f (/x/util.c) [prog]\n"));
 }
 END_TEST
 
@@ -317,6 +376,8 @@ static Suite *report_suite(void)
 	tcase_add_test(core, test_csv_output);
 	tcase_add_test(core, test_csv_header_only);
 	tcase_add_test(core, test_merge_same_function);
+	tcase_add_test(core, test_static_functions_apart);
+	tcase_add_test(core, test_labels_fall_back);
 	tcase_add_test(core, test_sort_self);
 	tcase_add_test(core, test_sort_calls);
 	tcase_add_test(core, test_sort_name);

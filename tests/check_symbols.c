@@ -323,6 +323,51 @@ START_TEST(test_repeated_and_overlapping_modules)
 }
 END_TEST
 
+static void copy_file(const char *from, const char *to)
+{
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	ck_assert(in && out);
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	ck_assert_int_eq(fclose(out), 0);
+}
+
+/* Two objects at the same addresses (one unloaded, the other loaded where
+ * it was): each names the address as its own, from its own file. */
+START_TEST(test_two_objects_at_one_address)
+{
+	char dir[] = "/tmp/check_symbols.XXXXXX", other[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(other, sizeof(other), "%s/other_prog", dir);
+	struct hp_module m[2];
+	module_containing(target_addr(), &m[0]);
+	module_containing(target_addr(), &m[1]);
+	copy_file(m[0].path, other);
+	free(m[1].path);
+	m[1].path = strdup(other);
+	struct hp_symbols *s = symbols_or_fail(m, 2);
+	struct hp_symbol a, b, any;
+	hp_symbols_lookup_in(s, 0, target_addr(), &a);
+	hp_symbols_lookup_in(s, 1, target_addr(), &b);
+	hp_symbols_lookup(s, target_addr(), &any);
+	assert_is_target(&a);
+	assert_is_target(&any);
+	ck_assert_str_eq(b.name, "symbolize_me");
+	ck_assert_str_eq(b.module, "other_prog");
+	ck_assert_int_eq(b.resolved, 1);
+	ck_assert_uint_eq(a.offset, target_addr() - m[0].bias);
+	ck_assert_uint_eq(b.offset, a.offset);
+	hp_symbols_free(s);
+	for (int i = 0; i < 2; i++)
+		free_module(&m[i]);
+	unlink(other);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_non_elf_file_falls_back)
 {
 	char path[] = "/tmp/check_symbols.XXXXXX";
@@ -594,6 +639,7 @@ static Suite *symbols_suite(void)
 	tcase_add_test(limits, test_zero_modules);
 	tcase_add_test(limits, test_extreme_addresses);
 	tcase_add_test(limits, test_repeated_and_overlapping_modules);
+	tcase_add_test(limits, test_two_objects_at_one_address);
 	tcase_add_test(limits, test_non_elf_file_falls_back);
 	tcase_add_test(limits, test_inside_function_keeps_its_name);
 	tcase_add_test(limits, test_many_addresses);

@@ -463,6 +463,100 @@ START_TEST(test_modules_union)
 }
 END_TEST
 
+/* A MODULES record of the named objects, one segment each at their bias. */
+static void modules_rec(struct tk_bytes *b, int n, const char *const *paths)
+{
+	size_t r = tk_rec_begin(b, HP_REC_MODULES);
+	tk_put32(b, (uint32_t)n);
+	for (int i = 0; i < n; i++) {
+		uint64_t bias = 0x7f0000000000ull + ((uint64_t)(unsigned char)paths[i][5] << 20);
+		tk_put64(b, bias);
+		tk_putstr(b, paths[i]);
+		tk_put32(b, 0);
+		tk_put32(b, 1);
+		tk_put64(b, bias + 0x1000), tk_put64(b, 0x1000), tk_put64(b, 0x1000);
+		tk_put32(b, 5), tk_put32(b, 0);
+	}
+	tk_rec_end(b, r);
+}
+
+static void modules_at_rec(struct tk_bytes *b, uint64_t tick, uint32_t count)
+{
+	size_t r = tk_rec_begin(b, HP_REC_MODULES_AT);
+	tk_put64(b, tick), tk_put32(b, count), tk_put32(b, 0);
+	tk_rec_end(b, r);
+}
+
+static const struct hp_module *module_named(const char *p)
+{
+	for (size_t i = 0; i < info.nmodules; i++)
+		if (!strcmp(info.modules[i].path, p))
+			return &info.modules[i];
+	ck_abort_msg("no module %s", p);
+	return NULL;
+}
+
+/* A module's life runs from the last snapshot without it to the first
+ * snapshot without it again; a snapshot not closed by MODULES_AT (the run
+ * was cut short) adds modules but unloads none. */
+START_TEST(test_module_lives)
+{
+	static const char *const s1[] = { "/bin/p", "/lib/a" }, *const s2[] = { "/bin/p" },
+				 *const s3a[] = { "/bin/p" }, *const s3b[] = { "/lib/b" },
+				 *const s4[] = { "/bin/p", "/lib/a" };
+	tk_header(&file);
+	modules_rec(&file, 2, s1);
+	modules_at_rec(&file, 100, 2);
+	modules_rec(&file, 1, s2);
+	modules_at_rec(&file, 200, 1);
+	modules_rec(&file, 1, s3a); /* one snapshot in two records */
+	modules_rec(&file, 1, s3b);
+	modules_at_rec(&file, 300, 2);
+	modules_rec(&file, 2, s4);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_uint_eq(info.nmodules, 3);
+	const struct hp_module *p = module_named("/bin/p"), *a = module_named("/lib/a"),
+			       *b = module_named("/lib/b");
+	ck_assert_uint_eq(p->nlives, 1);
+	ck_assert_uint_eq(p->life[0].from, 0);
+	ck_assert_uint_eq(p->life[0].to, HP_TICK_NEVER);
+	ck_assert_uint_eq(a->nlives, 2);
+	ck_assert_uint_eq(a->life[0].from, 0);
+	ck_assert_uint_eq(a->life[0].to, 200);
+	ck_assert_uint_eq(a->life[1].from, 300);
+	ck_assert_uint_eq(a->life[1].to, HP_TICK_NEVER);
+	ck_assert_uint_eq(b->nlives, 1);
+	ck_assert_uint_eq(b->life[0].from, 200);
+	ck_assert_uint_eq(b->life[0].to, HP_TICK_NEVER);
+	ck_assert(hp_module_loaded_at(a, 199));
+	ck_assert(!hp_module_loaded_at(a, 200));
+	ck_assert(!hp_module_loaded_at(a, 299));
+	ck_assert(hp_module_loaded_at(a, 300));
+	ck_assert(!hp_module_loaded_at(b, 199));
+	ck_assert(hp_module_loaded_at(b, 200));
+	ck_assert(hp_module_loaded_at(b, UINT64_MAX - 1));
+}
+END_TEST
+
+/* Without MODULES_AT (format 1.0) every module is loaded throughout. */
+START_TEST(test_module_lives_untimed)
+{
+	static const char *const s1[] = { "/bin/p", "/lib/a" }, *const s2[] = { "/bin/p" };
+	tk_header(&file);
+	modules_rec(&file, 2, s1);
+	modules_rec(&file, 1, s2);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_uint_eq(info.nmodules, 2);
+	for (size_t i = 0; i < 2; i++) {
+		ck_assert_uint_eq(info.modules[i].nlives, 1);
+		ck_assert(hp_module_loaded_at(&info.modules[i], 0));
+		ck_assert(hp_module_loaded_at(&info.modules[i], UINT64_MAX - 1));
+	}
+}
+END_TEST
+
 START_TEST(test_analyze_events)
 {
 	static const uint8_t ev[] = { 0x43, 0x80, 0x20, 0x00, 0x05, 0x83 };
@@ -804,6 +898,55 @@ START_TEST(test_corrupt_modules)
 }
 END_TEST
 
+/* A MODULES_AT whose count is not the modules listed since the last one,
+ * or that is too short, is corrupt. */
+START_TEST(test_corrupt_modules_at)
+{
+	static const char *const s1[] = { "/bin/p" };
+	tk_header(&file);
+	modules_rec(&file, 1, s1);
+	modules_at_rec(&file, 100, 2);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), -1);
+	ck_assert_str_eq(err, "corrupt record of type 8");
+	struct hp_trace_info ti = { 0 };
+	char e[128];
+	uint8_t short_rec[12] = { 0 };
+	ck_assert_int_eq(hp_trace_info_add(&ti, HP_REC_MODULES_AT, short_rec, 12, e, sizeof(e)), -1);
+	hp_trace_info_free(&ti);
+}
+END_TEST
+
+/* 120,000 objects, each listed in two snapshots: one module each, read
+ * in linear time (the duplicate check was quadratic: half a minute). */
+START_TEST(test_many_modules)
+{
+	enum { N = 120000 };
+	struct tk_bytes b = { 0 };
+	char name[32];
+	tk_header(&b);
+	for (int snap = 0; snap < 2; snap++) {
+		size_t r = tk_rec_begin(&b, HP_REC_MODULES);
+		tk_put32(&b, N);
+		for (uint64_t i = 0; i < N; i++) {
+			snprintf(name, sizeof(name), "/lib/lib%llu.so", (unsigned long long)i);
+			tk_put64(&b, 0x10000000ull + i * 0x10000);
+			tk_putstr(&b, name);
+			tk_put32(&b, 0);
+			tk_put32(&b, 0);
+		}
+		tk_rec_end(&b, r);
+		modules_at_rec(&b, 100 + (uint64_t)snap, N);
+	}
+	save(&b);
+	free(b.p);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_uint_eq(info.nmodules, N);
+	ck_assert_str_eq(info.modules[N - 1].path, "/lib/lib119999.so");
+	ck_assert_uint_eq(info.modules[N - 1].nlives, 1);
+}
+END_TEST
+
 START_TEST(test_stream_id_bounds)
 {
 	struct hp_trace_info ti = { 0 };
@@ -910,6 +1053,8 @@ static Suite *trace_suite(void)
 	tcase_add_test(core, test_parent_record);
 	tcase_add_test(core, test_parent_record_absent_in_1_0);
 	tcase_add_test(core, test_unknown_record_skipped);
+	tcase_add_test(core, test_module_lives);
+	tcase_add_test(core, test_module_lives_untimed);
 	tcase_add_test(core, test_process_argc_huge);
 	tcase_add_test(core, test_process_argc_short);
 	tcase_add_test(core, test_threads_lost_end);
@@ -922,6 +1067,8 @@ static Suite *trace_suite(void)
 	tcase_add_checked_fixture(limits, setup, teardown);
 	tcase_add_test(limits, test_missing_file);
 	tcase_add_test(limits, test_parent_record_short);
+	tcase_add_test(limits, test_corrupt_modules_at);
+	tcase_add_test(limits, test_many_modules);
 	tcase_add_test(limits, test_directory_is_not_a_trace);
 	tcase_add_test(limits, test_header_size_too_small);
 	tcase_add_test(limits, test_header_size_larger);
