@@ -23,14 +23,22 @@
  *   handler. Entries cached by earlier walks (the thread roots, which
  *   share start_thread and the program's outer frames) spare those frames
  *   the dl_iterate_phdr.
- * tdep_init's one-time set-up runs in hp_unwind_init, at start-up.
+ * tdep_init's one-time set-up runs in hp_unwind_init, at start-up. It
+ * opens a pipe (two descriptors, for its write()-based memory check) that
+ * it keeps: under a small descriptor limit those would be the program's
+ * last ones, so there it is made to land above the soft limit, or, where
+ * the limit cannot be raised, libunwind is left alone until a crash and
+ * threads get no root stack.
  */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
 #include "hp_unwind.h"
 
+#include <fcntl.h>
 #include <libunwind.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "hp_buffer.h"
 #include "hp_format.h"
@@ -49,12 +57,57 @@ static struct {
 	uint64_t pc[HP_CRASH_FRAMES];
 } crash;
 
-void hp_unwind_init(void)
+/* Below this soft RLIMIT_NOFILE two descriptors matter (hp_output.c keeps
+ * its own out of the way from the same bound). */
+#define FEW_DESCRIPTORS 4096
+
+static int roots_off;
+
+static void init_libunwind(void)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
 	if (unw_getcontext(&uc) == 0)
 		unw_init_local(&c, &uc);
+}
+
+/* Every free number below the soft limit is taken for the moment, and the
+ * limit raised by two: the pipe libunwind opens then lies above it, where
+ * the program's open() never reaches. -1 if the limit cannot be raised. */
+static int init_above_limit(const struct rlimit *rl)
+{
+	int placeholder[FEW_DESCRIPTORS];
+	size_t n = 0;
+	struct rlimit raised = *rl;
+	raised.rlim_cur += 2;
+	if (rl->rlim_max != RLIM_INFINITY && raised.rlim_cur > rl->rlim_max)
+		return -1;
+	int anchor = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (anchor < 0)
+		return -1;
+	placeholder[n++] = anchor;
+	int fd;
+	while (n < FEW_DESCRIPTORS && (fd = fcntl(anchor, F_DUPFD_CLOEXEC, 0)) >= 0)
+		placeholder[n++] = fd;
+	int rc = setrlimit(RLIMIT_NOFILE, &raised);
+	if (rc == 0) {
+		init_libunwind();
+		setrlimit(RLIMIT_NOFILE, rl);
+	}
+	while (n)
+		close(placeholder[--n]);
+	return rc;
+}
+
+void hp_unwind_init(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < FEW_DESCRIPTORS) {
+		roots_off = init_above_limit(&rl) < 0;
+		return;
+	}
+	init_libunwind();
 }
 
 static uint64_t ip_of(unw_cursor_t *c)
@@ -119,7 +172,7 @@ __attribute__((noinline)) void hp_unwind_root(struct hp_unwind_stack *s, uint64_
 	unw_cursor_t c;
 	s->n = 0;
 	s->flags = 0;
-	if (unw_getcontext(&uc) || unw_init_local(&c, &uc))
+	if (roots_off || unw_getcontext(&uc) || unw_init_local(&c, &uc))
 		return;
 	if (skip_to_function(&c, first_func & ~HP_RAW_EXIT)) {
 		/* Not found (an odd compiler, a function without unwind
