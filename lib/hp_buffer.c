@@ -252,13 +252,17 @@ static void switch_chunk(struct hp_thread *t)
 }
 
 /*
- * An instrumented signal handler that ran while the slow path switches
- * chunks would have its events dropped (busy): it waits the few
- * microseconds until we are done instead, and records them all. Signals
- * our own code would raise (a fault) are left alone. Two system calls
- * every 4096 events (and a getpid, in hp_runtime_in_child).
+ * Asynchronous signals are held off wherever a program thread holds one of
+ * our locks (the slow path, hookprof_flush, thread exit, dlclose, the
+ * final flush): a fatal signal's flush on this thread would wait for that
+ * lock, give up and lose the end. And an instrumented signal handler that
+ * ran while the slow path switches chunks would have its events dropped
+ * (busy): it waits the few microseconds until we are done instead, and
+ * records them all. Signals our own code would raise (a fault) are left
+ * alone. Two system calls every 4096 events (and a getpid, in
+ * hp_runtime_in_child).
  */
-static void block_async_signals(sigset_t *saved)
+void hp_buffer_hold_signals(sigset_t *saved)
 {
 	static const int synchronous[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
 	sigset_t mask;
@@ -266,6 +270,11 @@ static void block_async_signals(sigset_t *saved)
 	for (size_t i = 0; i < sizeof(synchronous) / sizeof(synchronous[0]); i++)
 		sigdelset(&mask, synchronous[i]);
 	pthread_sigmask(SIG_BLOCK, &mask, saved);
+}
+
+void hp_buffer_release_signals(const sigset_t *saved)
+{
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 
 /*
@@ -296,7 +305,7 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	}
 	int saved_errno = errno;
 	sigset_t saved_mask;
-	block_async_signals(&saved_mask);
+	hp_buffer_hold_signals(&saved_mask);
 	hp_tls.busy = 1;
 	if (t && hp_runtime_in_child()) {
 		t = NULL; /* hp_tls is retired now */
@@ -322,7 +331,7 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	if (e)
 		hp_raw_fill(e, addr, tick);
 	hp_tls.busy = 0;
-	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
+	hp_buffer_release_signals(&saved_mask);
 	errno = saved_errno;
 }
 
@@ -403,12 +412,15 @@ static void thread_exit(void *arg)
 {
 	(void)arg;
 	int saved_errno = errno;
+	sigset_t saved_mask;
+	hp_buffer_hold_signals(&saved_mask);
 	if (hp_writer_threaded()) {
 		hp_buffer_retire_self(0);
 		hp_writer_notify();
 	} else {
 		hp_writer_retire_and_drain();
 	}
+	hp_buffer_release_signals(&saved_mask);
 	errno = saved_errno;
 }
 

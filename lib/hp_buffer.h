@@ -18,6 +18,7 @@
 #define HP_BUFFER_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "hp_config.h"
@@ -141,6 +142,11 @@ int hp_buffer_init(const struct hp_config *cfg) HP_HIDDEN;
 /* Publishes the calling thread's partial chunk; it will record no more.
  * in_signal: from a fatal signal's flush (waits for locks a bounded time). */
 void hp_buffer_retire_self(int in_signal) HP_HIDDEN;
+/* Holds asynchronous signals off while the calling thread holds one of our
+ * locks, so that a fatal signal's flush never waits for it (faults stay). */
+void hp_buffer_hold_signals(sigset_t *saved) HP_HIDDEN;
+void hp_buffer_release_signals(const sigset_t *saved) HP_HIDDEN;
+
 /* Publishes the calling thread's partial chunk now, to make it visible. */
 void hp_buffer_publish_self(void) HP_HIDDEN;
 

@@ -112,10 +112,23 @@ static void wait_until_finished(int in_signal)
 			    in_signal ? FINISH_WAIT_SIGNAL_MS : FINISH_WAIT_MS);
 }
 
+/* The writer thread did not stop in time (a fatal signal's flush only). */
+static void warn_gave_up(void)
+{
+	hp_warn("the final flush gave up waiting for the writer thread; '%s' has no end record",
+		hp_output_path());
+}
+
+/* The end of the trace; in_signal: from a fatal signal's handler, whose
+ * mask holds every signal. Otherwise asynchronous signals are held off
+ * here, so a fatal one comes after the end is written, not in the middle. */
 static void finish(int in_signal)
 {
 	if (hp_runtime_in_child())
 		return;
+	sigset_t saved_mask;
+	if (!in_signal)
+		hp_buffer_hold_signals(&saved_mask);
 	int expected = STATE_TRACING;
 	if (!__atomic_compare_exchange_n(&state, &expected, STATE_FINISHING, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
@@ -123,6 +136,8 @@ static void finish(int in_signal)
 		if (expected == STATE_FINISHING &&
 		    __atomic_load_n(&finishing_tid, __ATOMIC_RELAXED) != hp_gettid())
 			wait_until_finished(in_signal);
+		if (!in_signal)
+			hp_buffer_release_signals(&saved_mask);
 		return;
 	}
 	__atomic_store_n(&finishing_tid, hp_gettid(), __ATOMIC_RELAXED);
@@ -131,10 +146,14 @@ static void finish(int in_signal)
 	if (hp_writer_stop(in_signal) == 0) {
 		hp_buffer_retire_self(in_signal);
 		hp_writer_finish(in_signal);
+	} else {
+		warn_gave_up();
 	}
 	hp_buffer_set_finished();
 	__atomic_store_n(&state, STATE_FINISHED, __ATOMIC_RELEASE);
 	hp_futex_wake((uint32_t *)&state);
+	if (!in_signal)
+		hp_buffer_release_signals(&saved_mask);
 }
 
 static void on_fatal_signal(int sig)
@@ -234,12 +253,18 @@ __attribute__((destructor(101))) static void runtime_destructor(void)
 	finish(0);
 }
 
+/* Signals are held off while the flush holds the writer's lock: a fatal
+ * one in between would make the final flush wait for it. */
 HP_EXPORT int hookprof_flush(void)
 {
 	if (!hp_runtime_ready())
 		return -1;
+	sigset_t saved_mask;
+	hp_buffer_hold_signals(&saved_mask);
 	hp_buffer_publish_self();
-	return hp_writer_flush_all();
+	int rc = hp_writer_flush_all();
+	hp_buffer_release_signals(&saved_mask);
+	return rc;
 }
 
 HP_EXPORT const char *hookprof_trace_path(void)
@@ -249,6 +274,10 @@ HP_EXPORT const char *hookprof_trace_path(void)
 
 void hp_runtime_objects_changing(void)
 {
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_TRACING && !hp_tls.busy)
-		hp_writer_modules_changed();
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_tls.busy)
+		return;
+	sigset_t saved_mask;
+	hp_buffer_hold_signals(&saved_mask);
+	hp_writer_modules_changed();
+	hp_buffer_release_signals(&saved_mask);
 }
