@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "hp_format.h"
 #include "hp_runtime.h"
@@ -19,6 +20,7 @@ struct hp_thread *hp_threads;
 pthread_mutex_t hp_threads_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define SIGNAL_STACK_BYTES (64u << 10)
+#define STOP_WAIT_MS 100
 
 static enum hp_mode buffer_mode;
 static size_t buffer_chunks;
@@ -26,8 +28,11 @@ static uint32_t wake_after; /* published chunks that wake the writer */
 static pthread_key_t exit_key;
 static uint32_t next_stream;
 static int finished;
+static uint32_t stopping_tid; /* a fatal signal's flush runs there: the others stop */
+static uint32_t chunk_workers; /* threads inside enter_chunk_work */
 
 static void thread_exit(void *arg);
+static int lock_threads(int in_signal);
 
 int hp_buffer_init(const struct hp_config *cfg)
 {
@@ -277,6 +282,85 @@ void hp_buffer_release_signals(const sigset_t *saved)
 	pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 
+/* A fatal signal's flush runs on another thread: this one must stop. */
+static int must_stop(void)
+{
+	uint32_t stopper = __atomic_load_n(&stopping_tid, __ATOMIC_SEQ_CST);
+	return unlikely(stopper != 0) && stopper != hp_gettid();
+}
+
+/*
+ * The process is about to die of a fatal signal whose flush runs on
+ * another thread: this thread stops here for good, so that nothing it does
+ * after the flush's snapshot goes unrecorded and uncounted. The event that
+ * brought it here is not recorded: its function never runs. The slot goes
+ * back, as for a retired thread.
+ */
+static void __attribute__((noreturn)) park_until_death(struct hp_raw *taken)
+{
+	if (taken + 1 == hp_tls.pos)
+		hp_tls.pos = taken;
+	sigset_t ignored;
+	hp_buffer_hold_signals(&ignored);
+	uint32_t tid = __atomic_load_n(&stopping_tid, __ATOMIC_RELAXED);
+	for (;;)
+		hp_futex_wait(&stopping_tid, tid, 1000);
+}
+
+/*
+ * The part of the slow path that changes chunks (and so end, the losses,
+ * head): the final flush of a fatal signal waits until no other thread is
+ * in it. 0, without entering, if the thread must stop instead.
+ */
+static int enter_chunk_work(void)
+{
+	hp_tls.busy = 1;
+	/* Seq_cst, and stopping_tid read after it: pairs with
+	 * hp_buffer_stop_others, which stores stopping_tid, then reads the
+	 * count. Either it waits for us, or we see it and stop. */
+	__atomic_fetch_add(&chunk_workers, 1, __ATOMIC_SEQ_CST);
+	if (!must_stop())
+		return 1;
+	__atomic_fetch_sub(&chunk_workers, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void leave_chunk_work(void)
+{
+	/* Release: the chunk switch is complete before the final flush's snapshot. */
+	__atomic_fetch_sub(&chunk_workers, 1, __ATOMIC_RELEASE);
+	hp_tls.busy = 0;
+}
+
+/* Bounded: a thread might be stuck in its slow path (waiting for a free
+ * chunk while the writer is slow); the flush then goes on without it. */
+static void wait_for_chunk_workers(void)
+{
+	uint32_t self = hp_tls.busy ? 1 : 0; /* the signal may have come in ours */
+	struct timespec pause = { 0, 200000 };
+	for (int i = 0; i < STOP_WAIT_MS * 5; i++) {
+		if (__atomic_load_n(&chunk_workers, __ATOMIC_SEQ_CST) <= self)
+			return;
+		nanosleep(&pause, NULL);
+	}
+}
+
+void hp_buffer_stop_others(void)
+{
+	__atomic_store_n(&stopping_tid, hp_gettid(), __ATOMIC_SEQ_CST);
+	wait_for_chunk_workers();
+	/* No other thread changes its end now (only chunk work does): their
+	 * next event takes the slow path and stops there. Under the lock:
+	 * t->tls lies in the thread's own memory, valid until it retires;
+	 * nobody holds the lock with signals on (hp_buffer_hold_signals). */
+	if (lock_threads(1))
+		return;
+	for (struct hp_thread *t = hp_threads; t; t = t->next)
+		if (!t->exited && t->tls && t->tls != &hp_tls)
+			__atomic_store_n(&t->tls->end, NULL, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&hp_threads_lock);
+}
+
 /*
  * The hook took `taken` at or past the end it read just before: the chunk
  * is full, or this thread has no buffer yet, or the clock is not the TSC
@@ -298,6 +382,8 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 			count_lost(hp_tls.busy ? HP_LOST_REENTRY : HP_LOST_LATE);
 		return;
 	}
+	if (must_stop())
+		park_until_death(taken);
 	struct hp_thread *t = hp_tls.thread;
 	if (t && (in_chunk(t, taken) || (!hp_tick_is_tsc && in_chunk_just_published(t, taken)))) {
 		hp_raw_fill(taken, addr, tick);
@@ -306,7 +392,8 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	int saved_errno = errno;
 	sigset_t saved_mask;
 	hp_buffer_hold_signals(&saved_mask);
-	hp_tls.busy = 1;
+	if (!enter_chunk_work())
+		park_until_death(taken);
 	if (t && hp_runtime_in_child()) {
 		t = NULL; /* hp_tls is retired now */
 	} else if (t) {
@@ -330,7 +417,7 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	struct hp_raw *e = t && in_chunk(t, taken) ? taken : take_slot_slow(t);
 	if (e)
 		hp_raw_fill(e, addr, tick);
-	hp_tls.busy = 0;
+	leave_chunk_work();
 	hp_buffer_release_signals(&saved_mask);
 	errno = saved_errno;
 }
@@ -340,9 +427,12 @@ void hp_buffer_publish_self(void)
 	struct hp_thread *t = hp_tls.thread;
 	if (!t || hp_tls.busy)
 		return;
-	hp_tls.busy = 1;
-	next_chunk(t);
-	hp_tls.busy = 0;
+	if (enter_chunk_work()) {
+		next_chunk(t);
+		leave_chunk_work();
+	} else {
+		hp_tls.busy = 0; /* a fatal signal's flush writes it */
+	}
 }
 
 /* In a fatal signal's flush the lock may be held by the very thread the

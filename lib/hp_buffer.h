@@ -147,6 +147,10 @@ void hp_buffer_retire_self(int in_signal) HP_HIDDEN;
 void hp_buffer_hold_signals(sigset_t *saved) HP_HIDDEN;
 void hp_buffer_release_signals(const sigset_t *saved) HP_HIDDEN;
 
+/* A fatal signal's flush begins on the calling thread: every other thread
+ * stops at its next event (parked until the process dies), so that the
+ * snapshots of their buffers are their last events. */
+void hp_buffer_stop_others(void) HP_HIDDEN;
 /* Publishes the calling thread's partial chunk now, to make it visible. */
 void hp_buffer_publish_self(void) HP_HIDDEN;
 

@@ -141,6 +141,10 @@ static void finish(int in_signal)
 		return;
 	}
 	__atomic_store_n(&finishing_tid, hp_gettid(), __ATOMIC_RELAXED);
+	/* The process is about to die: what the other threads do from now on
+	 * would be neither written nor counted. */
+	if (in_signal)
+		hp_buffer_stop_others();
 	/* The writer stops first: it frees the memory of exited threads, and
 	 * this thread may be running on a signal stack inside its own. */
 	if (hp_writer_stop(in_signal) == 0) {

@@ -4,6 +4,7 @@
 # Sourced by tests/e2e/run.sh after its own checks.
 
 build flushloop_linked gcc "${IF[@]}" -O0 "$SRC/flushloop.c" "${LINK[@]}"
+build termthreads gcc "${IF[@]}" -O1 -pthread "$SRC/termthreads.c"
 
 # complete_trace FILE: hookprof says the trace ends with its END record.
 complete_trace() { "$HP" info "$1" 2>/dev/null | grep -q '^complete: *yes'; }
@@ -27,3 +28,31 @@ check "$label: each dies of SIGTERM (143)" "$fl_status" [ -z "$fl_status" ]
 check "$label: each trace is complete (END written)" "incomplete in runs:$fl_incomplete" [ -z "$fl_incomplete" ]
 check "$label: nothing on stderr (the final flush never gave up)" "$fl_stderr" [ -z "$fl_stderr" ]
 echo "# $label: slowest death ${fl_slowest} ms after the signal (not a pass/fail figure)"
+
+# ---- SIGTERM while other threads call on ------------------------------
+# Four threads call tt_work in a loop and count the calls they completed in
+# a shared file; main raises SIGTERM. The trace's events plus its lost
+# count must account for every event the threads made: 1 (main) + 4
+# (tt_thread) + 2 per completed call, give or take the call each thread is
+# in when it stops (its exit written but not yet counted: +2; its newest
+# slot taken but not yet filled at the snapshot: -1).
+# trace_totals FILE: "EVENTS LOST" from hookprof info.
+trace_totals() {
+	"$HP" info "$1" 2>/dev/null | awk '
+		/^events:/ { ev = $2 }
+		/^lost:/ { lost += $2 }
+		/^  stream / { for (i = 1; i < NF; i++) if ($(i + 1) == "lost") lost += $i }
+		END { print ev + 0, lost + 0 }'
+}
+for run in stream-1 stream-2 ring; do
+	mode=${run%-*}
+	label="SIGTERM while 4 threads call on, $mode mode ($run)"
+	run_guarded preload "termthreads-$run" termthreads HOOKPROF_MODE=$mode HOOKPROF_BUFFER=1M -- counts 100000
+	check "$label: dies of SIGTERM (143)" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 143 ]
+	check "$label: trace complete" "$("$HP" info "$TRACE" 2>&1 | head -c 300)" complete_trace "$TRACE"
+	made=$(od -An -tu8 -w8 -v "$DIR/counts" 2>/dev/null | awk '{ s += $1 } END { print 2 * s + 5 }')
+	read -r events lost <<<"$(trace_totals "$TRACE")"
+	check "$label: events + lost = the 2*calls+5 events made, within -4..+8" \
+		"events $events + lost $lost vs made $made: off by $((events + lost - made))" \
+		awk -v d=$((events + lost - made)) 'BEGIN { exit !(d >= -4 && d <= 8) }'
+done
