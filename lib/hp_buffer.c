@@ -361,6 +361,23 @@ void hp_buffer_stop_others(void)
 	pthread_mutex_unlock(&hp_threads_lock);
 }
 
+void hp_buffer_suspend_self(struct hp_tls *saved)
+{
+	*saved = hp_tls;
+	hp_tls = (struct hp_tls){ .retired = HP_UNTRACED };
+}
+
+void hp_buffer_resume_self(const struct hp_tls *saved)
+{
+	hp_tls = *saved;
+	/* Orders the restored end before reading stopping_tid: a fatal
+	 * signal's flush that began meanwhile nulled the set-aside end, not
+	 * this one (the same pairing as enter_chunk_work). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (must_stop())
+		hp_tls.end = NULL;
+}
+
 /*
  * The hook took `taken` at or past the end it read just before: the chunk
  * is full, or this thread has no buffer yet, or the clock is not the TSC
@@ -395,7 +412,11 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	if (!enter_chunk_work())
 		park_until_death(taken);
 	if (t && hp_runtime_in_child()) {
-		t = NULL; /* hp_tls is retired now */
+		/* hp_tls is retired now, or is its parent's (a child on the
+		 * parent's memory): the slot goes back either way. */
+		if (taken + 1 == hp_tls.pos)
+			hp_tls.pos = taken;
+		t = NULL;
 	} else if (t) {
 		if (hp_tls.pos >= chunk_end(t))
 			switch_chunk(t);

@@ -151,6 +151,12 @@ void hp_buffer_release_signals(const sigset_t *saved) HP_HIDDEN;
  * stops at its next event (parked until the process dies), so that the
  * snapshots of their buffers are their last events. */
 void hp_buffer_stop_others(void) HP_HIDDEN;
+/* A child is about to run on this thread's memory until it execs or exits
+ * (vfork): the thread's state is set aside and the child records nothing;
+ * the parent takes it back when the child is gone. */
+void hp_buffer_suspend_self(struct hp_tls *saved) HP_HIDDEN;
+void hp_buffer_resume_self(const struct hp_tls *saved) HP_HIDDEN;
+
 /* Publishes the calling thread's partial chunk now, to make it visible. */
 void hp_buffer_publish_self(void) HP_HIDDEN;
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../include/hookprof.h"
@@ -35,6 +36,7 @@ static uint32_t finishing_tid; /* the thread writing the end */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static uint64_t lost[HP_LOST_LATE + 1];
 static struct hp_config config;
+static const uint32_t *own_memory; /* nonzero where the memory is the traced process's */
 
 /* Program-terminating signals whose default action would lose the trace. */
 static const int fatal_signals[] = { SIGSEGV, SIGBUS,  SIGILL,  SIGFPE,    SIGABRT, SIGTRAP,
@@ -196,6 +198,29 @@ static void after_fork_in_child(void)
 	hp_tls = (struct hp_tls){ .retired = HP_UNTRACED };
 }
 
+/* A page the kernel zeroes in a child that gets a copy of our memory
+ * (MADV_WIPEONFORK) and leaves alone in one that shares it: the only sure
+ * way to tell a vfork or clone(CLONE_VM) child from a raw fork's. Without
+ * it (kernels before 4.14) every child counts as a copy. */
+static void mark_own_memory(void)
+{
+	uint32_t *page = hp_pages_alloc(4096);
+	if (!page)
+		return;
+	if (madvise(page, 4096, MADV_WIPEONFORK)) {
+		hp_pages_free(page, 4096);
+		return;
+	}
+	*page = 1;
+	own_memory = page;
+}
+
+/* In a child: 1 if it runs on its parent's memory, where nothing is its own. */
+static int shares_parent_memory(void)
+{
+	return own_memory && __atomic_load_n(own_memory, __ATOMIC_RELAXED);
+}
+
 /* A child made without fork()'s handlers (_Fork, syscall(SYS_fork), clone)
  * still believes it traces, with no writer thread: it must neither wait
  * for one nor write its parent's trace. */
@@ -204,6 +229,10 @@ int hp_runtime_in_child(void)
 	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
 	if (s != STATE_TRACING || likely(getpid() == traced_pid))
 		return 0;
+	/* A vfork or clone(CLONE_VM) child: resetting would switch the
+	 * parent's tracing off and re-initialise its locks under it. */
+	if (shares_parent_memory())
+		return 1;
 	after_fork_in_child();
 	return 1;
 }
@@ -226,6 +255,7 @@ static void runtime_init(void)
 	if (hp_output_renamed() && config.output)
 		hp_warn("'%s' exists; the trace goes to '%s'", config.output, hp_output_path());
 	traced_pid = getpid();
+	mark_own_memory();
 	process_record();
 	hp_writer_clock_record();
 	hp_modules_write(1);

@@ -5,6 +5,9 @@
 
 build flushloop_linked gcc "${IF[@]}" -O0 "$SRC/flushloop.c" "${LINK[@]}"
 build termthreads gcc "${IF[@]}" -O1 -pthread "$SRC/termthreads.c"
+build vforkexec gcc "${IF[@]}" -O1 "$SRC/vforkexec.c"
+build vforkexec_linked gcc "${IF[@]}" -O1 "$SRC/vforkexec.c" "${LINK[@]}"
+build execer gcc "${IF[@]}" -O1 "$SRC/execer.c"
 
 # complete_trace FILE: hookprof says the trace ends with its END record.
 complete_trace() { "$HP" info "$1" 2>/dev/null | grep -q '^complete: *yes'; }
@@ -56,3 +59,42 @@ for run in stream-1 stream-2 ring; do
 		"events $events + lost $lost vs made $made: off by $((events + lost - made))" \
 		awk -v d=$((events + lost - made)) 'BEGIN { exit !(d >= -4 && d <= 8) }'
 done
+
+# ---- children that share the parent's memory ---------------------------
+# vfork() and clone(CLONE_VM|CLONE_VFORK): the child calls ve_child 5000
+# times (more than a chunk) on the parent's memory, then execs /bin/true.
+# The parent's trace is its own, exact; its tracing goes on.
+for how in vfork clone; do
+	for mode in preload linked; do
+		bin=vforkexec
+		[ $mode = linked ] && bin=vforkexec_linked
+		label="$how child calling 5000 functions then exec /bin/true, $mode"
+		run_guarded $mode "vforkexec-$how-$mode" $bin -- $how
+		check_run "$label" $mode 0 "$how child exit 0"
+		if report "$label: the parent's trace" "$TRACE"; then
+			expect_calls "$label: the parent's trace" $bin main=1 ve_parent=200
+			check "$label: the parent's trace holds none of the child's calls" \
+				"ve_child calls: $(field ve_child "" 2)" [ -z "$(field ve_child "" 2)" ]
+		fi
+	done
+done
+# The image the vfork child execs is traced on its own (the preload reaches it).
+label="vfork child execs an instrumented program"
+RUNS=$((RUNS + 1))
+DIR=$T/run/$RUNS-vforkexec-traced
+mkdir -p "$DIR"
+{ (cd "$DIR" && exec timeout 10 env LD_PRELOAD="$LIB" "$B/vforkexec" vfork "$B/execer" >out 2>err); } 2>/dev/null
+RC=$?
+check "$label: exit status 0, the child's 2" "rc $RC; out: $(brief "$DIR/out"); err: $(brief "$DIR/err")" \
+	[ "$RC" = 0 ] && [ "$(cat "$DIR/out")" = "vfork child exit 2" ]
+parent_trace=$(ls "$DIR"/vforkexec-*.hookprof 2>/dev/null)
+child_trace=$(ls "$DIR"/execer-*.hookprof 2>/dev/null)
+check "$label: two traces, vforkexec-PID and execer-CHILDPID" "files: $(ls "$DIR" | tr '\n' ' ')" \
+	[ -n "$parent_trace" ] && [ -n "$child_trace" ] && [ "$(ls "$DIR"/*.hookprof* | wc -l)" = 2 ]
+if [ -n "$parent_trace" ] && report "$label: the parent's trace" "$parent_trace"; then
+	expect_calls "$label: the parent's trace" vforkexec main=1 ve_parent=200
+fi
+if [ -n "$child_trace" ] && report "$label: the new image's trace" "$child_trace"; then
+	expect_calls "$label: the new image's trace" execer main=1
+fi
+
