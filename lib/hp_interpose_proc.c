@@ -1,6 +1,7 @@
 /*
  * hp_interpose_proc.c - the C library's process functions the shared
- * library replaces: vfork and clone, whose children run on the caller's
+ * library replaces: the exec family, which must end the trace before the
+ * image goes, and vfork and clone, whose children run on the caller's
  * memory (and its thread's hookprof state) until they exec or exit. Only
  * in libhookprof.so, like hp_interpose.c. The real functions are found
  * with dlsym(RTLD_NEXT) at load time: a vfork child must not call dlsym.
@@ -16,15 +17,17 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <unistd.h>
 
 #include "hp_buffer.h"
 #include "hp_platform.h"
 #include "hp_runtime.h"
 
-enum { REAL_VFORK, REAL_CLONE, REAL_N };
+enum { REAL_EXECVE, REAL_EXECV, REAL_EXECVP, REAL_EXECVPE, REAL_FEXECVE, REAL_VFORK, REAL_CLONE, REAL_N };
 
-static const char *const real_names[REAL_N] = { "vfork", "clone" };
+static const char *const real_names[REAL_N] = { "execve", "execv",  "execvp", "execvpe",
+						"fexecve", "vfork", "clone" };
 static void *real_fns[REAL_N];
 
 static void *real(int which)
@@ -41,6 +44,125 @@ __attribute__((constructor)) static void find_real_functions(void)
 {
 	for (int i = 0; i < REAL_N; i++)
 		real(i);
+}
+
+/* ---- exec ---------------------------------------------------------------- */
+
+typedef int exec_path_fn(const char *, char *const[], char *const[]);
+
+/* The trace ends before the image goes (in a vfork child it is the
+ * parent's, and goes on). A failed exec leaves it ended. */
+static void *before_exec(int which)
+{
+	void *fn = real(which);
+	hp_runtime_before_exec();
+	if (!fn)
+		errno = ENOSYS;
+	return fn;
+}
+
+/* The exported ones call these, and so do execl, execlp and execle: not
+ * through the PLT, which a vfork child should not have to resolve. */
+static int exec_ve(const char *path, char *const argv[], char *const envp[])
+{
+	exec_path_fn *fn = before_exec(REAL_EXECVE);
+	return fn ? fn(path, argv, envp) : -1;
+}
+
+static int exec_v(const char *path, char *const argv[])
+{
+	int (*fn)(const char *, char *const[]) = before_exec(REAL_EXECV);
+	return fn ? fn(path, argv) : -1;
+}
+
+static int exec_vp(const char *file, char *const argv[])
+{
+	int (*fn)(const char *, char *const[]) = before_exec(REAL_EXECVP);
+	return fn ? fn(file, argv) : -1;
+}
+
+HP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return exec_ve(path, argv, envp);
+}
+
+HP_EXPORT int execv(const char *path, char *const argv[])
+{
+	return exec_v(path, argv);
+}
+
+HP_EXPORT int execvp(const char *file, char *const argv[])
+{
+	return exec_vp(file, argv);
+}
+
+HP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	exec_path_fn *fn = before_exec(REAL_EXECVPE);
+	return fn ? fn(file, argv, envp) : -1;
+}
+
+HP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	int (*fn)(int, char *const[], char *const[]) = before_exec(REAL_FEXECVE);
+	return fn ? fn(fd, argv, envp) : -1;
+}
+
+/* execl, execlp, execle: the arguments up to the NULL, into an array on the
+ * stack (no malloc: a vfork child may call them). */
+static size_t count_args(const char *arg, va_list ap)
+{
+	size_t n = 1;
+	while (arg && va_arg(ap, const char *))
+		n++;
+	return arg ? n : 0;
+}
+
+#define COLLECT_ARGS(argv, arg, ap)                                   \
+	do {                                                          \
+		argv[0] = (char *)arg;                                \
+		for (size_t i_ = 1; argv[i_ - 1]; i_++)              \
+			argv[i_] = va_arg(ap, char *);                \
+	} while (0)
+
+HP_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	size_t n = count_args(arg, ap);
+	va_end(ap);
+	char *argv[n + 1];
+	va_start(ap, arg);
+	COLLECT_ARGS(argv, arg, ap);
+	va_end(ap);
+	return exec_v(path, argv);
+}
+
+HP_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	size_t n = count_args(arg, ap);
+	va_end(ap);
+	char *argv[n + 1];
+	va_start(ap, arg);
+	COLLECT_ARGS(argv, arg, ap);
+	va_end(ap);
+	return exec_vp(file, argv);
+}
+
+HP_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	size_t n = count_args(arg, ap);
+	va_end(ap);
+	char *argv[n + 1];
+	va_start(ap, arg);
+	COLLECT_ARGS(argv, arg, ap);
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return exec_ve(path, argv, envp);
 }
 
 /* ---- children on the caller's memory ------------------------------------- */

@@ -162,6 +162,11 @@ static void finish(int in_signal)
 		hp_buffer_release_signals(&saved_mask);
 }
 
+void hp_runtime_before_exec(void)
+{
+	finish(0);
+}
+
 static void on_fatal_signal(int sig)
 {
 	int saved = errno;

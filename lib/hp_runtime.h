@@ -17,6 +17,10 @@ uint64_t hp_runtime_lost(uint32_t reason) HP_HIDDEN;
  * now on), or in one that runs on its parent's memory (vfork, clone with
  * CLONE_VM: nothing is touched). A system call: for the slow path only. */
 int hp_runtime_in_child(void) HP_HIDDEN;
+/* exec is about to replace the image: the trace ends here (END written),
+ * unless this is a child running on its parent's memory (vfork). If the
+ * exec fails the trace stays ended: what follows is not recorded. */
+void hp_runtime_before_exec(void) HP_HIDDEN;
 /* An object is about to be unloaded: write the module map while it is there. */
 void hp_runtime_objects_changing(void) HP_HIDDEN;
 

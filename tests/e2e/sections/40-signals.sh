@@ -8,6 +8,7 @@ build termthreads gcc "${IF[@]}" -O1 -pthread "$SRC/termthreads.c"
 build vforkexec gcc "${IF[@]}" -O1 "$SRC/vforkexec.c"
 build vforkexec_linked gcc "${IF[@]}" -O1 "$SRC/vforkexec.c" "${LINK[@]}"
 build execer gcc "${IF[@]}" -O1 "$SRC/execer.c"
+build execer_b gcc "${IF[@]}" -O1 "$SRC/execer.c"
 
 # complete_trace FILE: hookprof says the trace ends with its END record.
 complete_trace() { "$HP" info "$1" 2>/dev/null | grep -q '^complete: *yes'; }
@@ -98,3 +99,53 @@ if [ -n "$child_trace" ] && report "$label: the new image's trace" "$child_trace
 	expect_calls "$label: the new image's trace" execer main=1
 fi
 
+# ---- exec and its family ------------------------------------------------
+# run_named NAME BIN ARGS...: like run_guarded preload, but the traces take
+# their default names (PROGRAM-PID.hookprof) in $DIR; PATH finds $B first.
+run_named() {
+	local name=$1 bin=$2
+	shift 2
+	RUNS=$((RUNS + 1))
+	DIR=$T/run/$RUNS-$name
+	mkdir -p "$DIR"
+	{ (cd "$DIR" && exec timeout 10 env LD_PRELOAD="$LIB" PATH="$B:$PATH" "$B/$bin" "$@" >out 2>err); } 2>/dev/null
+	RC=$?
+}
+# exec_checks LABEL FILE BIN CALLS: FILE is a complete trace of BIN with
+# main=1 and ex_work=CALLS.
+exec_checks() {
+	local label=$1 file=$2 bin=$3 calls=$4
+	check "$label: $(basename "$file") exists and is complete" "files: $(ls "$DIR" | tr '\n' ' ')" \
+		complete_trace "$file"
+	if report "$label: $(basename "$file")" "$file"; then
+		expect_calls "$label: $(basename "$file")" "$bin" main=1 ex_work="$calls"
+	fi
+}
+for how in execve execv execvp execvpe execl execlp execle fexecve; do
+	label="execer calls $how(execer_b)"
+	run_named "exec-$how" execer $how "$B/execer_b"
+	check "$label: exit status 0, output 'again', nothing on stderr" \
+		"rc $RC; out: $(brief "$DIR/out"); err: $(brief "$DIR/err")" \
+		[ "$RC" = 0 ] && [ "$(cat "$DIR/out")" = again ] && [ ! -s "$DIR/err" ]
+	pid_trace=$(ls "$DIR"/execer-*.hookprof 2>/dev/null | head -n 1)
+	exec_checks "$label" "${pid_trace:-$DIR/execer-missing}" execer 300
+	exec_checks "$label" "${pid_trace/execer-/execer_b-}" execer_b 50
+done
+# The same program again, same pid: the second trace takes the next number.
+label="execer execs itself (same name, same pid)"
+run_named exec-self execer execv "$B/execer"
+check "$label: exit status 0, output 'again'" "rc $RC; out: $(brief "$DIR/out"); err: $(brief "$DIR/err")" \
+	[ "$RC" = 0 ] && [ "$(cat "$DIR/out")" = again ]
+first=$(ls "$DIR"/execer-*.hookprof 2>/dev/null | head -n 1)
+exec_checks "$label, first image" "${first:-$DIR/execer-missing}" execer 300
+exec_checks "$label, second image" "${first:-$DIR/execer-missing}.1" execer 50
+# An exec that fails: the program goes on; its trace ended before the
+# exec, and stays ended (what runs after is not recorded).
+label="execer's execv of a missing program fails"
+run_named exec-fails execer execv "$DIR/no-such-program"
+check "$label: the program goes on (exit status 4, 'exec failed')" \
+	"rc $RC; out: $(brief "$DIR/out"); err: $(brief "$DIR/err")" \
+	[ "$RC" = 4 ] && [ "$(cat "$DIR/out")" = "exec failed" ] && [ ! -s "$DIR/err" ]
+only=$(ls "$DIR"/*.hookprof* 2>/dev/null)
+check "$label: one trace file" "files: $(ls "$DIR" | tr '\n' ' ')" [ "$(echo "$only" | wc -w)" = 1 ]
+exec_checks "$label" "${only:-$DIR/execer-missing}" execer 300
