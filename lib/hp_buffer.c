@@ -33,6 +33,8 @@ static uint32_t chunk_workers; /* threads inside enter_chunk_work */
 
 static void thread_exit(void *arg);
 static int lock_threads(int in_signal);
+static int must_stop(void);
+static void stop_in_chunk_work(void) __attribute__((noreturn));
 
 int hp_buffer_init(const struct hp_config *cfg)
 {
@@ -175,6 +177,8 @@ static void make_room(struct hp_thread *t)
 			drop_oldest(t, tail);
 		else if (!hp_writer_threaded())
 			hp_writer_drain(t);
+		else if (must_stop())
+			stop_in_chunk_work(); /* not worth a free chunk any more */
 		else
 			wait_for_consumer(t, tail);
 	}
@@ -298,7 +302,7 @@ static int must_stop(void)
  */
 static void __attribute__((noreturn)) park_until_death(struct hp_raw *taken)
 {
-	if (taken + 1 == hp_tls.pos)
+	if (taken && taken + 1 == hp_tls.pos)
 		hp_tls.pos = taken;
 	sigset_t ignored;
 	hp_buffer_hold_signals(&ignored);
@@ -327,9 +331,21 @@ static int enter_chunk_work(void)
 
 static void leave_chunk_work(void)
 {
+	/* The final flush gave up waiting for us (a slow writer): the end
+	 * the chunk switch gave is not to be used, the next event stops. */
+	if (must_stop())
+		hp_tls.end = NULL;
 	/* Release: the chunk switch is complete before the final flush's snapshot. */
 	__atomic_fetch_sub(&chunk_workers, 1, __ATOMIC_RELEASE);
 	hp_tls.busy = 0;
+}
+
+/* Waiting for a free chunk when a fatal signal's flush begins: the chunk
+ * just filled is published, and this thread stops here. */
+static void stop_in_chunk_work(void)
+{
+	__atomic_fetch_sub(&chunk_workers, 1, __ATOMIC_RELEASE);
+	park_until_death(NULL);
 }
 
 /* Bounded: a thread might be stuck in its slow path (waiting for a free

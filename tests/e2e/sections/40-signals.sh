@@ -48,10 +48,12 @@ trace_totals() {
 		/^  stream / { for (i = 1; i < NF; i++) if ($(i + 1) == "lost") lost += $i }
 		END { print ev + 0, lost + 0 }'
 }
-for run in stream-1 stream-2 ring; do
-	mode=${run%-*}
-	label="SIGTERM while 4 threads call on, $mode mode ($run)"
-	run_guarded preload "termthreads-$run" termthreads HOOKPROF_MODE=$mode HOOKPROF_BUFFER=1M -- counts 100000
+for run in stream-1 stream-2 ring monotonic; do
+	mode=${run%-*} clock=tsc
+	[ $run = monotonic ] && mode=stream clock=monotonic
+	label="SIGTERM while 4 threads call on, $mode mode, $clock clock ($run)"
+	run_guarded preload "termthreads-$run" termthreads HOOKPROF_MODE=$mode HOOKPROF_CLOCK=$clock \
+		HOOKPROF_BUFFER=1M -- counts 100000
 	check "$label: dies of SIGTERM (143)" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 143 ]
 	check "$label: trace complete" "$("$HP" info "$TRACE" 2>&1 | head -c 300)" complete_trace "$TRACE"
 	made=$(od -An -tu8 -w8 -v "$DIR/counts" 2>/dev/null | awk '{ s += $1 } END { print 2 * s + 5 }')
