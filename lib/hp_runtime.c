@@ -110,8 +110,10 @@ static void process_record(void)
  * during exit): returning now would let the process end under it. */
 static void wait_until_finished(int in_signal)
 {
-	hp_futex_wait_while((uint32_t *)&state, STATE_FINISHING,
-			    in_signal ? FINISH_WAIT_SIGNAL_MS : FINISH_WAIT_MS);
+	if (hp_futex_wait_while((uint32_t *)&state, STATE_FINISHING,
+				in_signal ? FINISH_WAIT_SIGNAL_MS : FINISH_WAIT_MS))
+		hp_warn("gave up waiting for the final flush on another thread; '%s' may have no end record",
+			hp_output_path());
 }
 
 /* The writer thread did not stop in time (a fatal signal's flush only). */
