@@ -353,11 +353,11 @@ static void stop_in_chunk_work(void)
 static void wait_for_chunk_workers(void)
 {
 	uint32_t self = hp_tls.busy ? 1 : 0; /* the signal may have come in ours */
-	struct timespec pause = { 0, 200000 };
+	struct timespec nap = { 0, 200000 };
 	for (int i = 0; i < STOP_WAIT_MS * 5; i++) {
 		if (__atomic_load_n(&chunk_workers, __ATOMIC_SEQ_CST) <= self)
 			return;
-		nanosleep(&pause, NULL);
+		nanosleep(&nap, NULL);
 	}
 }
 

@@ -298,7 +298,8 @@ __attribute__((destructor(101))) static void runtime_destructor(void)
  * one in between would make the final flush wait for it. */
 HP_EXPORT int hookprof_flush(void)
 {
-	if (!hp_runtime_ready())
+	/* A child (vfork, raw fork) must not write its parent's trace. */
+	if (!hp_runtime_ready() || hp_runtime_in_child())
 		return -1;
 	sigset_t saved_mask;
 	hp_buffer_hold_signals(&saved_mask);

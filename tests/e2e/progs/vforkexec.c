@@ -4,7 +4,9 @@
  * ve_child 5000 times (more than a 4096-event chunk) and execs /bin/true
  * (argv[2], if given); the parent waits for it, calls ve_parent 100 times
  * more and prints the child's exit status. The parent's trace must hold
- * its own calls only: main 1, ve_parent 200. */
+ * its own calls only: main 1, ve_parent 200. With "flush" as argv[3] the
+ * child first calls hookprof_flush(), if hookprof is there, and the parent
+ * prints what it returned (-1: a child does not write its parent's trace). */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <signal.h>
@@ -15,6 +17,10 @@
 
 volatile unsigned long sink;
 static const char *target = "/bin/true";
+static int child_flushes;
+static volatile int child_flush_rc = 1; /* set by the child, on our memory */
+
+int hookprof_flush(void) __attribute__((weak));
 
 __attribute__((noinline)) void ve_parent(int i)
 {
@@ -31,6 +37,8 @@ static int child_main(void *arg)
 	(void)arg;
 	for (int i = 0; i < 5000; i++)
 		ve_child(i);
+	if (child_flushes && hookprof_flush)
+		child_flush_rc = hookprof_flush();
 	execl(target, target, (char *)NULL);
 	_exit(127);
 }
@@ -42,6 +50,7 @@ int main(int argc, char **argv)
 	int use_clone = argc > 1 && !strcmp(argv[1], "clone");
 	if (argc > 2)
 		target = argv[2];
+	child_flushes = argc > 3 && !strcmp(argv[3], "flush");
 	for (int i = 0; i < 100; i++)
 		ve_parent(i);
 	fflush(stdout);
@@ -61,5 +70,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 100; i++)
 		ve_parent(i);
 	printf("%s child exit %d\n", use_clone ? "clone" : "vfork", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	if (child_flushes)
+		printf("hookprof_flush in the child: %d\n", child_flush_rc);
 	return 0;
 }

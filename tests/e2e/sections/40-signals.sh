@@ -81,6 +81,16 @@ for how in vfork clone; do
 		fi
 	done
 done
+# hookprof_flush() in such a child writes nothing (it is the parent's trace).
+for how in vfork clone; do
+	label="$how child calling hookprof_flush() before exec"
+	run_guarded linked "vforkexec-$how-flush" vforkexec_linked -- $how /bin/true flush
+	check_run "$label" linked 0 "$how child exit 0
+hookprof_flush in the child: -1"
+	if report "$label: the parent's trace" "$TRACE"; then
+		expect_calls "$label: the parent's trace" vforkexec_linked main=1 ve_parent=200
+	fi
+done
 # The image the vfork child execs is traced on its own (the preload reaches it).
 label="vfork child execs an instrumented program"
 RUNS=$((RUNS + 1))
