@@ -25,7 +25,7 @@ LIB_SRC := $(wildcard lib/*.c) $(wildcard hooks/*.c)
 SYM_SRC := $(wildcard symbolize/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # The interposed C library functions would clash with libc.a's in a -static link.
-ARCHIVE_OBJ := $(filter-out $(BUILD)/lib/hp_interpose.o $(BUILD)/lib/hp_interpose_fd.o,$(LIB_OBJ))
+ARCHIVE_OBJ := $(filter-out $(BUILD)/lib/hp_interpose.o $(BUILD)/lib/hp_interpose_fd.o $(BUILD)/lib/hp_interpose_proc.o,$(LIB_OBJ))
 SYM_OBJ := $(SYM_SRC:%.c=$(BUILD)/%.o)
 SYM_LIB_OBJ := $(filter-out $(BUILD)/symbolize/main.o,$(SYM_OBJ))
 UNIT_SRC := $(wildcard tests/check_*.c)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "hp_format.h"
 #include "hp_runtime.h"
@@ -21,6 +22,7 @@ struct hp_thread *hp_threads;
 pthread_mutex_t hp_threads_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define SIGNAL_STACK_BYTES (64u << 10)
+#define STOP_WAIT_MS 100
 
 static enum hp_mode buffer_mode;
 static size_t buffer_chunks;
@@ -43,7 +45,13 @@ static int no_buffer_warned;
 
 #define NO_BUFFER_RETRY_NS 1000000000ull
 
+static uint32_t stopping_tid; /* a fatal signal's flush runs there: the others stop */
+static uint32_t chunk_workers; /* threads inside enter_chunk_work */
+
 static void thread_exit(void *arg);
+static int lock_threads(int in_signal);
+static int must_stop(void);
+static void stop_in_chunk_work(void) __attribute__((noreturn));
 
 int hp_buffer_init(const struct hp_config *cfg)
 {
@@ -195,6 +203,8 @@ static void make_room(struct hp_thread *t)
 			drop_oldest(t, tail);
 		else if (!hp_writer_threaded())
 			hp_writer_drain(t);
+		else if (must_stop())
+			stop_in_chunk_work(); /* not worth a free chunk any more */
 		else
 			wait_for_consumer(t, tail);
 	}
@@ -277,13 +287,17 @@ static void switch_chunk(struct hp_thread *t)
 }
 
 /*
- * An instrumented signal handler that ran while the slow path switches
- * chunks would have its events dropped (busy): it waits the few
- * microseconds until we are done instead, and records them all. Signals
- * our own code would raise (a fault) are left alone. Two system calls
- * every 4096 events (and a getpid, in hp_runtime_in_child).
+ * Asynchronous signals are held off wherever a program thread holds one of
+ * our locks (the slow path, hookprof_flush, thread exit, dlclose, the
+ * final flush): a fatal signal's flush on this thread would wait for that
+ * lock, give up and lose the end. And an instrumented signal handler that
+ * ran while the slow path switches chunks would have its events dropped
+ * (busy): it waits the few microseconds until we are done instead, and
+ * records them all. Signals our own code would raise (a fault) are left
+ * alone. Two system calls every 4096 events (and a getpid, in
+ * hp_runtime_in_child).
  */
-static void block_async_signals(sigset_t *saved)
+void hp_buffer_hold_signals(sigset_t *saved)
 {
 	static const int synchronous[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
 	sigset_t mask;
@@ -355,6 +369,119 @@ static int no_buffer_yet(struct hp_raw *taken)
 	return 1;
 }
 
+void hp_buffer_release_signals(const sigset_t *saved)
+{
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+/* A fatal signal's flush runs on another thread: this one must stop. */
+static int must_stop(void)
+{
+	uint32_t stopper = __atomic_load_n(&stopping_tid, __ATOMIC_SEQ_CST);
+	return unlikely(stopper != 0) && stopper != hp_gettid();
+}
+
+/*
+ * The process is about to die of a fatal signal whose flush runs on
+ * another thread: this thread stops here for good, so that nothing it does
+ * after the flush's snapshot goes unrecorded and uncounted. The event that
+ * brought it here is not recorded: its function never runs. The slot goes
+ * back, as for a retired thread.
+ */
+static void __attribute__((noreturn)) park_until_death(struct hp_raw *taken)
+{
+	if (taken && taken + 1 == hp_tls.pos)
+		hp_tls.pos = taken;
+	sigset_t ignored;
+	hp_buffer_hold_signals(&ignored);
+	uint32_t tid = __atomic_load_n(&stopping_tid, __ATOMIC_RELAXED);
+	for (;;)
+		hp_futex_wait(&stopping_tid, tid, 1000);
+}
+
+/*
+ * The part of the slow path that changes chunks (and so end, the losses,
+ * head): the final flush of a fatal signal waits until no other thread is
+ * in it. 0, without entering, if the thread must stop instead.
+ */
+static int enter_chunk_work(void)
+{
+	hp_tls.busy = 1;
+	/* Seq_cst, and stopping_tid read after it: pairs with
+	 * hp_buffer_stop_others, which stores stopping_tid, then reads the
+	 * count. Either it waits for us, or we see it and stop. */
+	__atomic_fetch_add(&chunk_workers, 1, __ATOMIC_SEQ_CST);
+	if (!must_stop())
+		return 1;
+	__atomic_fetch_sub(&chunk_workers, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void leave_chunk_work(void)
+{
+	/* The final flush gave up waiting for us (a slow writer): the end
+	 * the chunk switch gave is not to be used, the next event stops. */
+	if (must_stop())
+		hp_tls.end = NULL;
+	/* Release: the chunk switch is complete before the final flush's snapshot. */
+	__atomic_fetch_sub(&chunk_workers, 1, __ATOMIC_RELEASE);
+	hp_tls.busy = 0;
+}
+
+/* Waiting for a free chunk when a fatal signal's flush begins: the chunk
+ * just filled is published, and this thread stops here. */
+static void stop_in_chunk_work(void)
+{
+	__atomic_fetch_sub(&chunk_workers, 1, __ATOMIC_RELEASE);
+	park_until_death(NULL);
+}
+
+/* Bounded: a thread might be stuck in its slow path (waiting for a free
+ * chunk while the writer is slow); the flush then goes on without it. */
+static void wait_for_chunk_workers(void)
+{
+	uint32_t self = hp_tls.busy ? 1 : 0; /* the signal may have come in ours */
+	struct timespec nap = { 0, 200000 };
+	for (int i = 0; i < STOP_WAIT_MS * 5; i++) {
+		if (__atomic_load_n(&chunk_workers, __ATOMIC_SEQ_CST) <= self)
+			return;
+		nanosleep(&nap, NULL);
+	}
+}
+
+void hp_buffer_stop_others(void)
+{
+	__atomic_store_n(&stopping_tid, hp_gettid(), __ATOMIC_SEQ_CST);
+	wait_for_chunk_workers();
+	/* No other thread changes its end now (only chunk work does): their
+	 * next event takes the slow path and stops there. Under the lock:
+	 * t->tls lies in the thread's own memory, valid until it retires;
+	 * nobody holds the lock with signals on (hp_buffer_hold_signals). */
+	if (lock_threads(1))
+		return;
+	for (struct hp_thread *t = hp_threads; t; t = t->next)
+		if (!t->exited && t->tls && t->tls != &hp_tls)
+			__atomic_store_n(&t->tls->end, NULL, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&hp_threads_lock);
+}
+
+void hp_buffer_suspend_self(struct hp_tls *saved)
+{
+	*saved = hp_tls;
+	hp_tls = (struct hp_tls){ .retired = HP_UNTRACED };
+}
+
+void hp_buffer_resume_self(const struct hp_tls *saved)
+{
+	hp_tls = *saved;
+	/* Orders the restored end before reading stopping_tid: a fatal
+	 * signal's flush that began meanwhile nulled the set-aside end, not
+	 * this one (the same pairing as enter_chunk_work). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (must_stop())
+		hp_tls.end = NULL;
+}
+
 /*
  * The hook took `taken` at or past the end it read just before: the chunk
  * is full, or this thread has no buffer yet, or the clock is not the TSC
@@ -376,6 +503,8 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 			count_lost(hp_tls.busy ? HP_LOST_REENTRY : HP_LOST_LATE);
 		return;
 	}
+	if (must_stop())
+		park_until_death(taken);
 	struct hp_thread *t = hp_tls.thread;
 	if (t && (in_chunk(t, taken) || (!hp_tick_is_tsc && in_chunk_just_published(t, taken)))) {
 		hp_raw_fill(taken, addr, tick);
@@ -385,11 +514,19 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 		return;
 	int saved_errno = errno;
 	sigset_t saved_mask;
-	block_async_signals(&saved_mask);
-	hp_tls.busy = 1;
-	if (t && hp_runtime_in_child())
-		t = NULL; /* hp_tls is retired, or new: the child is traced afresh */
-	if (t) {
+	hp_buffer_hold_signals(&saved_mask);
+	if (!enter_chunk_work())
+		park_until_death(taken);
+	int child = t ? hp_runtime_in_child() : HP_NOT_A_CHILD;
+	if (child == HP_CHILD_AFRESH)
+		t = NULL; /* hp_tls is new: the child is traced from here on */
+	if (child == HP_CHILD_UNTRACED) {
+		/* hp_tls is retired now, or is its parent's (a child on the
+		 * parent's memory): the slot goes back either way. */
+		if (taken + 1 == hp_tls.pos)
+			hp_tls.pos = taken;
+		t = NULL;
+	} else if (t) {
 		if (hp_tls.pos >= chunk_end(t))
 			switch_chunk(t);
 	} else if (hp_tls.retired) {
@@ -407,8 +544,8 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	struct hp_raw *e = t && in_chunk(t, taken) ? taken : take_slot_slow(t);
 	if (e)
 		hp_raw_fill(e, addr, tick);
-	hp_tls.busy = 0;
-	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
+	leave_chunk_work();
+	hp_buffer_release_signals(&saved_mask);
 	errno = saved_errno;
 }
 
@@ -417,9 +554,12 @@ void hp_buffer_publish_self(void)
 	struct hp_thread *t = hp_tls.thread;
 	if (!t || hp_tls.busy)
 		return;
-	hp_tls.busy = 1;
-	next_chunk(t);
-	hp_tls.busy = 0;
+	if (enter_chunk_work()) {
+		next_chunk(t);
+		leave_chunk_work();
+	} else {
+		hp_tls.busy = 0; /* a fatal signal's flush writes it */
+	}
 }
 
 /* In a fatal signal's flush the lock may be held by the very thread the
@@ -489,12 +629,15 @@ static void thread_exit(void *arg)
 {
 	(void)arg;
 	int saved_errno = errno;
+	sigset_t saved_mask;
+	hp_buffer_hold_signals(&saved_mask);
 	if (hp_writer_threaded()) {
 		hp_buffer_retire_self(0);
 		hp_writer_notify();
 	} else {
 		hp_writer_retire_and_drain();
 	}
+	hp_buffer_release_signals(&saved_mask);
 	errno = saved_errno;
 }
 
@@ -680,6 +823,10 @@ void hp_buffer_reset_in_child(int whole)
 	pthread_mutex_init(&hp_threads_lock, NULL);
 	next_stream = 0;
 	finished = 0;
+	stopping_tid = 0;
+	/* The parent's threads that were switching chunks are not here; this
+	 * one is, if a raw fork was found out in its slow path. */
+	__atomic_store_n(&chunk_workers, hp_tls.busy ? 1 : 0, __ATOMIC_RELAXED);
 	if (!inherited.tid)
 		inherited.tid = hp_gettid();
 	/* From the slow path (a raw fork found out), still inside it. */

@@ -18,6 +18,7 @@
 #define HP_BUFFER_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "hp_config.h"
@@ -144,6 +145,21 @@ int hp_buffer_init(const struct hp_config *cfg) HP_HIDDEN;
 /* Publishes the calling thread's partial chunk; it will record no more.
  * in_signal: from a fatal signal's flush (waits for locks a bounded time). */
 void hp_buffer_retire_self(int in_signal) HP_HIDDEN;
+/* Holds asynchronous signals off while the calling thread holds one of our
+ * locks, so that a fatal signal's flush never waits for it (faults stay). */
+void hp_buffer_hold_signals(sigset_t *saved) HP_HIDDEN;
+void hp_buffer_release_signals(const sigset_t *saved) HP_HIDDEN;
+
+/* A fatal signal's flush begins on the calling thread: every other thread
+ * stops at its next event (parked until the process dies), so that the
+ * snapshots of their buffers are their last events. */
+void hp_buffer_stop_others(void) HP_HIDDEN;
+/* A child is about to run on this thread's memory until it execs or exits
+ * (vfork): the thread's state is set aside and the child records nothing;
+ * the parent takes it back when the child is gone. */
+void hp_buffer_suspend_self(struct hp_tls *saved) HP_HIDDEN;
+void hp_buffer_resume_self(const struct hp_tls *saved) HP_HIDDEN;
+
 /* Publishes the calling thread's partial chunk now, to make it visible. */
 void hp_buffer_publish_self(void) HP_HIDDEN;
 

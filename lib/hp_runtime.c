@@ -128,16 +128,31 @@ static void process_record(void)
  * during exit): returning now would let the process end under it. */
 static void wait_until_finished(int in_signal)
 {
-	hp_futex_wait_while((uint32_t *)&state, STATE_FINISHING,
-			    in_signal ? FINISH_WAIT_SIGNAL_MS : FINISH_WAIT_MS);
+	if (hp_futex_wait_while((uint32_t *)&state, STATE_FINISHING,
+				in_signal ? FINISH_WAIT_SIGNAL_MS : FINISH_WAIT_MS))
+		hp_warn("gave up waiting for the final flush on another thread; '%s' may have no end record",
+			hp_output_path());
+}
+
+/* The writer thread did not stop in time (a fatal signal's flush only). */
+static void warn_gave_up(void)
+{
+	hp_warn("the final flush gave up waiting for the writer thread; '%s' has no end record",
+		hp_output_path());
 }
 
 static int tracing_here(int in_signal);
 
+/* The end of the trace; in_signal: from a fatal signal's handler, whose
+ * mask holds every signal. Otherwise asynchronous signals are held off
+ * here, so a fatal one comes after the end is written, not in the middle. */
 static void finish(int in_signal)
 {
 	if (!tracing_here(in_signal))
 		return;
+	sigset_t saved_mask;
+	if (!in_signal)
+		hp_buffer_hold_signals(&saved_mask);
 	int expected = STATE_TRACING;
 	if (!__atomic_compare_exchange_n(&state, &expected, STATE_FINISHING, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
@@ -145,18 +160,33 @@ static void finish(int in_signal)
 		if (expected == STATE_FINISHING &&
 		    __atomic_load_n(&finishing_tid, __ATOMIC_RELAXED) != hp_gettid())
 			wait_until_finished(in_signal);
+		if (!in_signal)
+			hp_buffer_release_signals(&saved_mask);
 		return;
 	}
 	__atomic_store_n(&finishing_tid, hp_gettid(), __ATOMIC_RELAXED);
+	/* The process is about to die: what the other threads do from now on
+	 * would be neither written nor counted. */
+	if (in_signal)
+		hp_buffer_stop_others();
 	/* The writer stops first: it frees the memory of exited threads, and
 	 * this thread may be running on a signal stack inside its own. */
 	if (hp_writer_stop(in_signal) == 0) {
 		hp_buffer_retire_self(in_signal);
 		hp_writer_finish(in_signal);
+	} else {
+		warn_gave_up();
 	}
 	hp_buffer_set_finished();
 	__atomic_store_n(&state, STATE_FINISHED, __ATOMIC_RELEASE);
 	hp_futex_wake((uint32_t *)&state);
+	if (!in_signal)
+		hp_buffer_release_signals(&saved_mask);
+}
+
+void hp_runtime_before_exec(void)
+{
+	finish(0);
 }
 
 static void on_fatal_signal(int sig, siginfo_t *info, void *ucontext)
@@ -218,12 +248,24 @@ static void trace_child_afresh(uint32_t flags, uint64_t fork_tick)
 	__atomic_store_n(&state, STATE_NEW, __ATOMIC_RELEASE);
 }
 
+/* The mask before_fork replaced, while it holds the writer's lock. */
+static __thread sigset_t fork_saved_mask;
+
+/* Asynchronous signals are held off from taking the writer's lock to the
+ * fork handlers' letting it go, as wherever a program thread holds it: a
+ * fatal one in between would make the final flush wait for it. */
 static void before_fork(void)
 {
 	fork_prepared = 0;
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_tls.busy ||
-	    hp_writer_lock_for_fork())
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_tls.busy)
 		return;
+	sigset_t saved;
+	hp_buffer_hold_signals(&saved);
+	if (hp_writer_lock_for_fork()) {
+		hp_buffer_release_signals(&saved);
+		return;
+	}
+	fork_saved_mask = saved;
 	fork_prepared = 1;
 	uint64_t tick = hp_tick();
 	static uint64_t frames[HP_CHUNK_EVENTS];
@@ -234,8 +276,10 @@ static void before_fork(void)
 
 static void after_fork_in_parent(void)
 {
-	if (fork_prepared)
+	if (fork_prepared) {
 		hp_writer_unlock_after_fork();
+		hp_buffer_release_signals(&fork_saved_mask);
+	}
 	if (__atomic_load_n(&daemon_forking, __ATOMIC_RELAXED) == hp_gettid())
 		finish(0);
 }
@@ -259,9 +303,11 @@ static void after_fork_in_child(void)
 		trace_child_afresh(HP_PARENT_FORKED | HP_PARENT_FRAMES, parent.tick);
 	else
 		stop_tracing_in_child();
+	if (fork_prepared)
+		hp_buffer_release_signals(&fork_saved_mask);
 }
 
-enum child_kind { NOT_A_CHILD, CHILD_OWN_MEMORY, CHILD_SHARED_MEMORY };
+enum child_kind { NOT_A_CHILD, CHILD_OWN_MEMORY, CHILD_SHARED_MEMORY, CHILD_UNKNOWN };
 
 /*
  * The one place that tells a child made without fork()'s handlers (_Fork,
@@ -274,7 +320,10 @@ static enum child_kind child_kind(void)
 	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
 	if (s != STATE_TRACING || likely(getpid() == traced_pid))
 		return NOT_A_CHILD;
-	if (!memory_mark || __atomic_load_n(memory_mark, __ATOMIC_RELAXED))
+	/* Without MADV_WIPEONFORK (kernels before 4.14) nothing tells. */
+	if (!memory_mark)
+		return CHILD_UNKNOWN;
+	if (__atomic_load_n(memory_mark, __ATOMIC_RELAXED))
 		return CHILD_SHARED_MEMORY;
 	return CHILD_OWN_MEMORY;
 }
@@ -286,19 +335,23 @@ static int in_child(int may_restart)
 {
 	switch (child_kind()) {
 	case NOT_A_CHILD:
-		return 0;
+		return HP_NOT_A_CHILD;
+	case CHILD_SHARED_MEMORY:
+		/* Whatever it did to our state, its parent would find done
+		 * (tracing off, locks re-initialised): nothing is touched. */
+		return HP_CHILD_UNTRACED;
 	case CHILD_OWN_MEMORY:
 		if (may_restart) {
 			hp_buffer_keep_since_fork();
 			trace_child_afresh(HP_PARENT_FORKED, 0);
-			return 1;
+			return HP_CHILD_AFRESH;
 		}
-		/* fall through */
-	case CHILD_SHARED_MEMORY:
+		break;
+	case CHILD_UNKNOWN:
 		break;
 	}
 	stop_tracing_in_child();
-	return 1;
+	return HP_CHILD_UNTRACED;
 }
 
 int hp_runtime_in_child(void)
@@ -310,10 +363,14 @@ int hp_runtime_in_child(void)
  * afresh: the trace can be flushed or finished. */
 static int tracing_here(int in_signal)
 {
-	if (in_child(!in_signal)) {
+	switch (in_child(!in_signal)) {
+	case HP_CHILD_UNTRACED:
+		return 0;
+	case HP_CHILD_AFRESH:
 		if (!hp_runtime_ready())
 			return 0;
 		hp_buffer_start_self();
+		break;
 	}
 	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_OFF;
 }
@@ -415,12 +472,19 @@ __attribute__((destructor(101))) static void runtime_destructor(void)
 	finish(0);
 }
 
+/* Signals are held off while the flush holds the writer's lock: a fatal
+ * one in between would make the final flush wait for it. A child on its
+ * parent's memory (vfork) must not write its parent's trace. */
 HP_EXPORT int hookprof_flush(void)
 {
 	if (!hp_runtime_ready() || !tracing_here(0))
 		return -1;
+	sigset_t saved_mask;
+	hp_buffer_hold_signals(&saved_mask);
 	hp_buffer_publish_self();
-	return hp_writer_flush_all();
+	int rc = hp_writer_flush_all();
+	hp_buffer_release_signals(&saved_mask);
+	return rc;
 }
 
 HP_EXPORT const char *hookprof_trace_path(void)
@@ -430,6 +494,10 @@ HP_EXPORT const char *hookprof_trace_path(void)
 
 void hp_runtime_objects_changing(void)
 {
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_TRACING && !hp_tls.busy)
-		hp_writer_modules_changed();
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_tls.busy)
+		return;
+	sigset_t saved_mask;
+	hp_buffer_hold_signals(&saved_mask);
+	hp_writer_modules_changed();
+	hp_buffer_release_signals(&saved_mask);
 }

@@ -13,9 +13,18 @@ int hp_runtime_ready(void) HP_HIDDEN;
 /* Counts an event lost outside any thread's stream (reason: HP_LOST_*). */
 void hp_runtime_count_lost(int reason) HP_HIDDEN;
 uint64_t hp_runtime_lost(uint32_t reason) HP_HIDDEN;
-/* 1 (and tracing is off from now on) in a child that fork()'s handlers did
- * not reach. A system call: for the slow path only. */
+/* In a child that fork()'s handlers did not reach: HP_CHILD_AFRESH when
+ * it is traced from now on into a trace of its own (a raw fork: hp_tls is
+ * new), HP_CHILD_UNTRACED when its events are to be dropped (a child on its
+ * parent's memory, vfork or clone(CLONE_VM), where nothing is touched; or
+ * tracing is off in it). 0 in the traced process itself. A system call:
+ * for the slow path only. */
+enum { HP_NOT_A_CHILD = 0, HP_CHILD_AFRESH = 1, HP_CHILD_UNTRACED = 2 };
 int hp_runtime_in_child(void) HP_HIDDEN;
+/* exec is about to replace the image: the trace ends here (END written),
+ * unless this is a child running on its parent's memory (vfork). If the
+ * exec fails the trace stays ended: what follows is not recorded. */
+void hp_runtime_before_exec(void) HP_HIDDEN;
 /* daemon() is about to fork (1) or is done (0): its parent will _exit()
  * right after the fork, so the fork handler finishes the parent's trace. */
 void hp_runtime_daemon_forking(int on) HP_HIDDEN;

@@ -425,8 +425,11 @@ static void end_record(void)
 
 int hp_writer_finish(int in_signal)
 {
-	if (hp_mutex_lock_bounded(&writer_lock, in_signal, SIGNAL_WAIT_MS) < 0)
+	if (hp_mutex_lock_bounded(&writer_lock, in_signal, SIGNAL_WAIT_MS) < 0) {
+		hp_warn("the final flush gave up waiting for the writer's lock; '%s' has no end record",
+			hp_output_path());
 		return -1;
+	}
 	struct hp_thread *next;
 	for (struct hp_thread *t = first_thread(); t; t = next) {
 		next = t->next;

@@ -774,6 +774,80 @@ START_TEST(test_events_after_retire_are_late)
 }
 END_TEST
 
+/* A vfork child runs on this thread's memory: with the state set aside it
+ * stores and counts nothing, and the parent records on where it was. */
+static int child_suspended(void *arg)
+{
+	(void)arg;
+	record_range(0, 10);
+	struct hp_thread *t = hp_tls.thread;
+	TK_CHILD_TRUE(t != NULL);
+	struct hp_tls saved;
+	hp_buffer_suspend_self(&saved);
+	for (uint64_t i = 0; i < CHUNK; i++) /* more than a chunk of events */
+		hook_fx(1);
+	TK_CHILD_TRUE(hp_tls.thread == NULL && hp_tls.pos == NULL);
+	TK_CHILD_EQ(t->head, 0);
+	hp_buffer_resume_self(&saved);
+	TK_CHILD_TRUE(hp_tls.thread == t);
+	record_range(10, 10);
+	TK_CHILD_EQ(hp_runtime_lost(HP_LOST_LATE), 0);
+	TK_CHILD_EQ(t->lost_reentry, 0);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_suspended_thread_records_nothing)
+{
+	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "512K", NULL };
+	run_ok(env, child_suspended, NULL);
+	struct order o = { .wrong_at = NONE };
+	analyze_order(&o);
+	ck_assert_uint_eq(A.events, 20);
+	ck_assert_uint_eq(o.wrong_at, NONE);
+	ck_assert_ptr_null(tk_stat_of(&A, FX));
+	ck_assert_uint_eq(A.info.end_lost, 0);
+}
+END_TEST
+
+/* A fatal signal's flush stops the other threads (their end goes NULL) and
+ * not itself: it records on. */
+static int child_stop_others(void *arg)
+{
+	(void)arg;
+	record_range(0, 4);
+	struct hp_thread *other = hand_new(2);
+	TK_CHILD_TRUE(other != NULL);
+	struct hp_tls other_tls = { .pos = other->base, .end = other->base + CHUNK, .thread = other };
+	other->tls = &other_tls;
+	pthread_mutex_lock(&hp_threads_lock);
+	other->next = hp_threads;
+	hp_threads = other;
+	pthread_mutex_unlock(&hp_threads_lock);
+	struct hp_raw *own_end = hp_tls.end;
+	hp_buffer_stop_others();
+	TK_CHILD_TRUE(other_tls.end == NULL);
+	TK_CHILD_TRUE(hp_tls.end == own_end);
+	/* a chunk and more: the stopping thread switches chunks as ever */
+	record_range(4, CHUNK);
+	TK_CHILD_EQ(hp_tls.thread->head, 1);
+	pthread_mutex_lock(&hp_threads_lock);
+	hp_threads = other->next;
+	pthread_mutex_unlock(&hp_threads_lock);
+	hand_free(other);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_stop_others_spares_the_caller)
+{
+	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "512K", NULL };
+	run_ok(env, child_stop_others, NULL);
+	struct order o = { .wrong_at = NONE };
+	analyze_order(&o);
+	ck_assert_uint_eq(A.events, CHUNK + 4);
+	ck_assert_uint_eq(o.wrong_at, NONE);
+}
+END_TEST
+
 /* -------------------------------------------------------------- limits */
 
 START_TEST(test_snapshot_partial_nothing_to_copy)
@@ -1022,6 +1096,8 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_slow_consumer_loses_nothing);
 	tcase_add_test(core, test_busy_events_lost_as_reentry);
 	tcase_add_test(core, test_events_after_retire_are_late);
+	tcase_add_test(core, test_suspended_thread_records_nothing);
+	tcase_add_test(core, test_stop_others_spares_the_caller);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);
