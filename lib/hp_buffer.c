@@ -22,7 +22,10 @@ struct hp_thread *hp_threads;
 pthread_mutex_t hp_threads_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define SIGNAL_STACK_BYTES (64u << 10)
-#define STOP_WAIT_MS 100
+/* How long a fatal signal's flush waits for other threads to finish a
+ * chunk switch: ring mode never waits in one, so only a loaded machine's
+ * scheduling makes this long; a chunk switched meanwhile would be missed. */
+#define STOP_WAIT_MS 1000
 
 static enum hp_mode buffer_mode;
 static size_t buffer_chunks;
