@@ -2,15 +2,20 @@
 #   make                 runtime, hooks and the hookprof tool, in build/
 #   make demo            profile the bundled example (installs what it needs)
 #   make check           unit and end-to-end tests (installs what it needs)
+#   make check-asan      the same under AddressSanitizer+UBSan, built in build-asan/
+#   make check-tsan      the concurrent modules' unit tests and the e2e tests under
+#                        ThreadSanitizer, built in build-tsan/ (docs/testing.md)
 #   make bench           overhead, size and speed against the floor and uftrace
 #   make install PREFIX=/usr/local DESTDIR=
-#   make clean
+#   make clean           (build/ and the sanitizer builds)
 
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
 CFLAGS ?= -O2 -g
-BUILD := build
+BUILD ?= build
+# Added to every compile and link line: the sanitizer builds set it.
+SAN_FLAGS ?=
 VERSION := 0.1.0
 
 # The runtime must never be instrumented itself, whatever CFLAGS says.
@@ -40,22 +45,22 @@ $(BUILD)/symbolize/%.o $(BUILD)/tests/%.o: CFLAGS_EXTRA = $(HP_CFLAGS) -Ilib
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CFLAGS_EXTRA) -c $< -o $@
+	$(CC) $(CFLAGS) $(SAN_FLAGS) $(CFLAGS_EXTRA) -c $< -o $@
 
 # -z nodelete: dlclose of an object that pulled us in must not unmap the
 # signal handlers and the thread-exit destructor we installed.
 $(BUILD)/libhookprof.so: $(LIB_OBJ)
-	$(CC) $(CFLAGS) -shared -pthread -Wl,-soname,libhookprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(UNWIND_LIBS)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -shared -pthread -Wl,-soname,libhookprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(UNWIND_LIBS)
 
 $(BUILD)/libhookprof.a: $(ARCHIVE_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/hookprof: $(SYM_OBJ) $(BUILD)/lib/hp_config.o
-	$(CC) $(CFLAGS) -pthread -o $@ $(SYM_OBJ) $(BUILD)/lib/hp_config.o $(SYM_LIBS)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -pthread -o $@ $(SYM_OBJ) $(BUILD)/lib/hp_config.o $(SYM_LIBS)
 
 $(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a
-	$(CC) $(CFLAGS) -pthread -o $@ $< $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a $(UNWIND_LIBS) $(SYM_LIBS) -lcheck -lsubunit -lm -lrt
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -pthread -o $@ $< $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a $(UNWIND_LIBS) $(SYM_LIBS) -lcheck -lsubunit -lm -lrt
 
 deps:
 	@scripts/deps.sh
@@ -64,7 +69,39 @@ demo: deps all
 	@examples/demo.sh
 
 check: deps all $(UNIT_BIN)
-	@tests/run.sh $(UNIT_BIN)
+	@HOOKPROF_BUILD=$(BUILD) tests/run.sh $(UNIT_BIN)
+
+# Sanitizer builds (docs/testing.md): each in its own directory, its unit
+# tests and the e2e tests run against it, the sample programs built with the
+# same sanitizer (the runtime lives inside them).
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# The sample programs: no null check, which would stop ending.c's deliberate
+# null store before it is a SIGSEGV (UBSan must be linked: libhookprof.a).
+ASAN_E2E_FLAGS := -fsanitize=address,undefined -fno-sanitize=null -fno-omit-frame-pointer
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+# verify_asan_link_order=0: the runtime is preloaded in front of the ASan
+# runtime the programs link; harmless, as it defines none of the functions
+# ASan intercepts but exit and dlclose, which call the next definition.
+# handle_segv=0: ASan's own SIGSEGV handler would keep the runtime from
+# installing its own, which writes the trace of a crashing program.
+ASAN_ENV := ASAN_OPTIONS=verify_asan_link_order=0:handle_segv=0:detect_leaks=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# handle_segv=0: as for ASan.
+TSAN_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp:handle_segv=0:exitcode=66:second_deadlock_stack=1
+# The unit tests of the modules that run concurrently.
+TSAN_UNITS := buffer writer runtime platform output
+
+# SAN_FLAGS in the tests' environment: the e2e tests' `make install` must
+# build (if at all) with the same flags.
+check-asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN_FLAGS='$(ASAN_FLAGS)' all $(UNIT_BIN:$(BUILD)/%=build-asan/%)
+	@$(ASAN_ENV) SAN_FLAGS='$(ASAN_FLAGS)' HOOKPROF_SANITIZER=address HOOKPROF_E2E_CFLAGS='$(ASAN_E2E_FLAGS)' \
+		HOOKPROF_BUILD=build-asan tests/run.sh $(UNIT_BIN:$(BUILD)/%=build-asan/%)
+
+check-tsan: deps
+	@$(MAKE) --no-print-directory BUILD=build-tsan SAN_FLAGS='$(TSAN_FLAGS)' all $(TSAN_UNITS:%=build-tsan/tests/check_%)
+	@$(TSAN_ENV) SAN_FLAGS='$(TSAN_FLAGS)' HOOKPROF_SANITIZER=thread HOOKPROF_E2E_CFLAGS='$(TSAN_FLAGS)' \
+		HOOKPROF_BUILD=build-tsan tests/run.sh $(TSAN_UNITS:%=build-tsan/tests/check_%)
 
 bench: deps all
 	@tests/bench/bench.sh
@@ -81,9 +118,9 @@ install: all
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/hookprof.pc
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan
 
-.PHONY: all deps demo check bench install clean
+.PHONY: all deps demo check check-asan check-tsan bench install clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

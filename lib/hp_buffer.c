@@ -495,7 +495,10 @@ void hp_buffer_resume_self(const struct hp_tls *saved)
  */
 void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 {
-	uint64_t tick = hp_tick();
+	/* Without a buffer, start-up may be choosing the clock on another
+	 * thread right now: reading it would race (the tick is read below,
+	 * once hp_runtime_ready has ordered us after start-up). */
+	uint64_t tick = hp_tls.thread ? hp_tick() : 0;
 	if (unlikely(hp_tls.busy || hp_tls.retired)) {
 		/* The slot goes back (nobody took one after it: handlers that
 		 * ran since gave theirs back too), else switch_chunk would keep
@@ -536,7 +539,6 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 		/* A child that is not traced. */
 	} else if (hp_runtime_ready()) {
 		t = start_thread(addr);
-		/* The tick was read before start-up chose the clock. */
 		tick = hp_tick();
 		if (!t)
 			no_buffer(taken);

@@ -55,7 +55,8 @@ static size_t find_build_id(const ElfW(Phdr) *ph, ElfW(Addr) bias, const uint8_t
 static uint8_t *put_bytes(uint8_t *p, const void *s, size_t n)
 {
 	hp_le32(p, (uint32_t)n);
-	memcpy(p + 4, s, n);
+	if (n) /* s may be NULL then (no build-id), which memcpy may not get */
+		memcpy(p + 4, s, n);
 	return p + 4 + n;
 }
 

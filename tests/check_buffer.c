@@ -636,6 +636,7 @@ static int child_full_ring(void *arg)
 	r->tail = t->tail;
 	r->waiting = t->waiting;
 	hp_tls = (struct hp_tls){ .retired = 1 };
+	hand_free(t); /* the writer never knew it: LeakSanitizer would */
 	return TK_CHILD_OK;
 }
 
@@ -1025,6 +1026,7 @@ static int child_finished(void *arg)
 	TK_CHILD_EQ(t->waiting, 0);
 	TK_CHILD_EQ(first_wrong(slot(t, 2), CHUNK, 2 * CHUNK, 0), NONE);
 	hp_tls = (struct hp_tls){ .retired = 1 };
+	hand_free(t);
 	return TK_CHILD_OK;
 }
 
@@ -1069,6 +1071,8 @@ static int child_sequence_wrap(void *arg)
 	/* the events of chunk UINT32_MAX, not the one written for chunk 0 */
 	TK_CHILD_EQ(ev[0].addr, addr_at(CHUNK));
 	TK_CHILD_EQ(first_wrong(ev, CHUNK, CHUNK, 0), NONE);
+	hp_pages_free(copy, HP_CHUNK_BYTES);
+	hand_free(t);
 	return TK_CHILD_OK;
 }
 

@@ -86,7 +86,8 @@ void tk_put(struct tk_bytes *b, const void *src, size_t len)
 		b->p = realloc(b->p, b->cap);
 		ck_assert_ptr_nonnull(b->p);
 	}
-	memcpy(b->p + b->n, src, len);
+	if (len) /* src and b->p may be NULL then, which memcpy may not get */
+		memcpy(b->p + b->n, src, len);
 	b->n += len;
 }
 

@@ -8,6 +8,11 @@
 #   tests/e2e/run.sh            (from anywhere; HOOKPROF_BUILD=dir overrides build/,
 #                                HOOKPROF_E2E_KEEP=1 keeps the temporary directory)
 #
+# Sanitizer builds (make check-asan, check-tsan; docs/testing.md) also set
+# HOOKPROF_E2E_CFLAGS (added to every sample program's compile line, as the
+# runtime lives inside them) and HOOKPROF_SANITIZER (address or thread): the
+# checks that cannot work under it are skipped, each with a `skip - ...` line.
+#
 # Prints `ok - ...` or `not ok - ... (details)` per check, then exactly one
 # line `e2e: N passed, M failed`; exits 1 if any check failed.
 set -u
@@ -34,8 +39,12 @@ else
 fi
 trap 'exit 130' INT TERM HUP
 
+SANITIZER=${HOOKPROF_SANITIZER:-}
+read -r -a E2E_CFLAGS <<<"${HOOKPROF_E2E_CFLAGS:-}"
+
 PASS=0
 FAIL=0
+SKIP=0
 ok() { PASS=$((PASS + 1)); printf 'ok - %s\n' "$1"; }
 nok() { FAIL=$((FAIL + 1)); printf 'not ok - %s (%s)\n' "$1" "$2"; }
 # check DESC DETAILS COMMAND...: ok if COMMAND succeeds.
@@ -48,7 +57,25 @@ check() {
 brief() { head -c 400 "$1" 2>/dev/null | tr '\n' '|' | tr -d '\r'; }
 now_ns() { date +%s%N; }
 
+# skipped_under SANITIZER... -- DESC REASON: true (and says so, counted) if
+# this run is under one of the sanitizers named: the caller skips DESC.
+skipped_under() {
+	local san
+	while [ "$1" != -- ]; do
+		san=$1
+		shift
+		if [ "$san" = "$SANITIZER" ]; then
+			while [ "$1" != -- ]; do shift; done
+			SKIP=$((SKIP + 1))
+			printf 'skip - %s (under %s: %s)\n' "$2" "$SANITIZER" "$3"
+			return 0
+		fi
+	done
+	return 1
+}
+
 finish() {
+	[ "$SKIP" -eq 0 ] || echo "# e2e: $SKIP groups of checks skipped under the $SANITIZER sanitizer"
 	echo "e2e: $PASS passed, $FAIL failed"
 	[ "$FAIL" -eq 0 ]
 	exit $?
@@ -73,9 +100,12 @@ BUILD_LOG=$T/build.log
 # build OUT COMPILER ARGS...: on failure the binary is missing, and every
 # check that needs it fails.
 build() {
-	local out=$1
+	local out=$1 san=("${E2E_CFLAGS[@]}")
 	shift
-	if "$@" -o "$B/$out" >"$BUILD_LOG" 2>&1; then
+	# clang's sanitizer runtimes are not gcc's, and two cannot share a
+	# process: clang's programs get the runtime library's (gcc's) only.
+	case $1 in clang*) san=() ;; esac
+	if "$@" "${san[@]}" -o "$B/$out" >"$BUILD_LOG" 2>&1; then
 		return 0
 	fi
 	nok "build $out" "$* : $(brief "$BUILD_LOG")"
@@ -95,7 +125,12 @@ build nested_nopie_linked gcc "${IF[@]}" -O1 -fno-pie -no-pie "$SRC/nested.c" "$
 # libhookprof.a needs libunwind (hookprof.pc Libs.private), and -static its liblzma.
 build nested_static gcc "${IF[@]}" -O1 "$SRC/nested.c" "$ARCHIVE" -pthread -lunwind
 # Fully static: the archive must not clash with libc.a (no interposed exit).
-build nested_fullstatic gcc "${IF[@]}" -O1 -static "$SRC/nested.c" "$ARCHIVE" -pthread -lunwind -llzma
+STATIC=nested_fullstatic
+if skipped_under address thread -- "nested_fullstatic (-static)" "the sanitizers need a dynamic link"; then
+	STATIC=
+else
+	build nested_fullstatic gcc "${IF[@]}" -O1 -static "$SRC/nested.c" "$ARCHIVE" -pthread -lunwind -llzma
+fi
 build forkexit gcc "${IF[@]}" -O1 "$SRC/forkexit.c"
 build recursion gcc "${IF[@]}" -O2 -pthread "$SRC/recursion.c"
 build recursion_linked gcc "${IF[@]}" -O0 -pthread "$SRC/recursion.c" "${LINK[@]}"
@@ -126,7 +161,11 @@ build flushunlinked_linked gcc "${IF[@]}" -O0 "$SRC/flushunlinked.c" "${LINK[@]}
 build plugin_linked.so gcc "${IF[@]}" -O1 -fPIC -shared "$SRC/plugin.c" "${LINK[@]}"
 build deepbind gcc -g -O1 -pthread "$SRC/deepbind.c" -ldl
 HAVE_CLANG=0
-if command -v clang >/dev/null 2>&1; then
+# They cannot carry gcc's sanitizer runtime (see build); ASan copes with being
+# loaded as the runtime library's dependency, TSan must be in the program.
+if skipped_under thread -- "the programs built with clang" "TSan must be linked into the program, and clang's is not gcc's"; then
+	:
+elif command -v clang >/dev/null 2>&1; then
 	HAVE_CLANG=1
 	build nested_clang clang -finstrument-functions -g -O0 "$SRC/nested.c"
 	build nested_clang_ai clang -finstrument-functions-after-inlining -g -O2 "$SRC/nested.c"
@@ -371,7 +410,7 @@ for bin in nested_O0 nested_O2 nested_pie nested_nopie; do
 		nested_checks "$bin $mode" "$bin"
 	done
 done
-for bin in nested_O0_linked nested_O2_linked nested_nopie_linked nested_static nested_fullstatic; do
+for bin in nested_O0_linked nested_O2_linked nested_nopie_linked nested_static $STATIC; do
 	run linked "$bin" "$bin"
 	check_run "$bin linked" linked 0 "$NESTED_OUT"
 	nested_checks "$bin linked" "$bin"
@@ -388,6 +427,7 @@ if [ $HAVE_CLANG = 1 ]; then
 	nested_checks "nested clang -finstrument-functions-after-inlining -O2 linked" nested_clang_ai_linked
 fi
 
+DEEP_STACK="a recursion 100000 deep, on a 512 MB stack: TSan's shadow of it grows past 13 GB"
 # Recursion: total_ns counts the outermost activation only, so it is the
 # longest call (max_ns) and fits inside the thread function's time.
 recursion_checks() { # LABEL BIN
@@ -407,12 +447,14 @@ recursion_checks() { # LABEL BIN
 			awk -v t="$total" -v m="$mx" -v o="$outer" 'BEGIN { d = t - m; if (d < 0) d = -d; exit !(t != "" && d <= 1 && t + 0 <= o + 1) }'
 	done
 }
-run linked recursion-linked recursion_linked
-check_run "recursion linked" linked 0 "recursion 100000 6765"
-recursion_checks "recursion linked" recursion_linked
-run record recursion-record recursion
-check_run "recursion record" record 0 "recursion 100000 6765"
-recursion_checks "recursion record" recursion
+if ! skipped_under thread -- "recursion linked and record" "$DEEP_STACK"; then
+	run linked recursion-linked recursion_linked
+	check_run "recursion linked" linked 0 "recursion 100000 6765"
+	recursion_checks "recursion linked" recursion_linked
+	run record recursion-record recursion
+	check_run "recursion record" record 0 "recursion 100000 6765"
+	recursion_checks "recursion record" recursion
+fi
 
 threads_checks() { # LABEL BIN
 	local label=$1 bin=$2
@@ -593,7 +635,10 @@ fi
 
 # run_guarded MODE NAME BIN [VAR=VALUE...] [-- ARGS...]: as run_env (in the
 # settings below), MODE linked (no LD_PRELOAD) or preload, and under
-# `timeout 10`: a hang ends in exit status 124 and fails the status check.
+# `timeout 10` (60 under a sanitizer, which makes 3000 threads take 15 s): a
+# hang ends in exit status 124 and fails the status check.
+GUARD_S=10
+[ -z "$SANITIZER" ] || GUARD_S=60
 run_guarded() {
 	local mode=$1 name=$2 bin=$3 t0 vars=()
 	shift 3
@@ -608,7 +653,7 @@ run_guarded() {
 	TRACE=$DIR/trace.hookprof
 	mkdir -p "$DIR"
 	t0=$(now_ns)
-	{ (cd "$DIR" && exec timeout 10 env HOOKPROF_OUTPUT="$TRACE" "${vars[@]}" "$B/$bin" "$@" >out 2>err); } 2>/dev/null
+	{ (cd "$DIR" && exec timeout $GUARD_S env HOOKPROF_OUTPUT="$TRACE" "${vars[@]}" "$B/$bin" "$@" >out 2>err); } 2>/dev/null
 	RC=$?
 	WALL_NS=$(($(now_ns) - t0))
 }
@@ -644,21 +689,26 @@ done
 # none lost.
 # Without the TSC every event takes the slow path (a different code path
 # for the slot the hook took).
-for clock in tsc monotonic; do
-	label="instrumented SIGALRM handler every 50 us, HOOKPROF_CLOCK=$clock"
-	run_guarded preload "sigtimer-$clock" sigtimer HOOKPROF_CLOCK=$clock
-	n_loop="" n_sig=""
-	read -r _ n_loop _ n_sig _ <"$DIR/out" 2>/dev/null
-	check "$label: exit status 0" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 0 ]
-	check "$label: program output 'sigtimer N calls M signals'" "got '$(brief "$DIR/out")'" \
-		grep -Eqx 'sigtimer [0-9]+ calls [0-9]+ signals' "$DIR/out"
-	check "$label: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
-	if report "$label" "$TRACE"; then
-		expect_calls "$label" sigtimer main=1 sig_loop="${n_loop:-?}" sig_handler="${n_sig:-?}" sig_inner="${n_sig:-?}"
-		check_times "$label" flat
-		zero_lost "$label"
-	fi
-done
+# TSan: the hook a handler interrupted between taking its slot and filling
+# it fills it after the handler published the chunk (docs/design.md,
+# "filled late"), and the writer may be reading the chunk by then.
+if ! skipped_under thread -- "instrumented SIGALRM handler" "a slot filled after its chunk was published, a race by design (docs/testing.md)"; then
+	for clock in tsc monotonic; do
+		label="instrumented SIGALRM handler every 50 us, HOOKPROF_CLOCK=$clock"
+		run_guarded preload "sigtimer-$clock" sigtimer HOOKPROF_CLOCK=$clock
+		n_loop="" n_sig=""
+		read -r _ n_loop _ n_sig _ <"$DIR/out" 2>/dev/null
+		check "$label: exit status 0" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 0 ]
+		check "$label: program output 'sigtimer N calls M signals'" "got '$(brief "$DIR/out")'" \
+			grep -Eqx 'sigtimer [0-9]+ calls [0-9]+ signals' "$DIR/out"
+		check "$label: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
+		if report "$label" "$TRACE"; then
+			expect_calls "$label" sigtimer main=1 sig_loop="${n_loop:-?}" sig_handler="${n_sig:-?}" sig_inner="${n_sig:-?}"
+			check_times "$label" flat
+			zero_lost "$label"
+		fi
+	done
+fi
 
 # exit() from two threads at once: the one that does not run the
 # destructors must not end the process before the trace is complete. In
@@ -676,17 +726,24 @@ done
 
 # A child forked without the C library's fork runs no atfork handler: it
 # must still exit (status 3), and leave the parent's trace to the parent.
-for how in syscall _Fork; do
-	case $how in syscall) label="syscall(SYS_fork)" ;; *) label="_Fork()" ;; esac
-	label="child of $label calling exit(3)"
-	run_guarded preload "rawfork-$how" rawfork -- $how
-	check_run "$label" preload 0 "rawfork child exit 3"
-	if report "$label: the parent's trace" "$TRACE"; then
-		expect_calls "$label: the parent's trace" rawfork main=1 rf_parent=200
-		check "$label: the parent's trace holds none of the child's calls" "rf_child calls: $(field rf_child "" 2)" \
-			[ -z "$(field rf_child "" 2)" ]
-	fi
-done
+# LeakSanitizer's exit check in a forked child can hang: it waits for an
+# allocator lock another thread of the parent held at the fork (gcc 12's
+# ASan takes none around fork), or for the writer thread a raw fork left in
+# ASan's books. Not ours to check: off for the children that exit().
+NO_LSAN="ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0"
+if ! skipped_under thread -- "children of a raw fork" "TSan sees no fork there: the parent's writer thread is still in its books, and the child's re-initialised locks race with it"; then
+	for how in syscall _Fork; do
+		case $how in syscall) label="syscall(SYS_fork)" ;; *) label="_Fork()" ;; esac
+		label="child of $label calling exit(3)"
+		run_guarded preload "rawfork-$how" rawfork "$NO_LSAN" -- $how
+		check_run "$label" preload 0 "rawfork child exit 3"
+		if report "$label: the parent's trace" "$TRACE"; then
+			expect_calls "$label: the parent's trace" rawfork main=1 rf_parent=200
+			check "$label: the parent's trace holds none of the child's calls" "rf_child calls: $(field rf_child "" 2)" \
+				[ -z "$(field rf_child "" 2)" ]
+		fi
+	done
+fi
 
 # Killed by SIGPIPE (a default action the program did not change): the
 # trace is complete up to there.
@@ -697,7 +754,7 @@ TRACE=$DIR/trace.hookprof
 mkdir -p "$DIR"
 { (
 	cd "$DIR" || exit
-	timeout 10 env HOOKPROF_OUTPUT="$TRACE" LD_PRELOAD="$LIB" "$B/sigpipe" 2>err | head -n 1 >out
+	timeout $GUARD_S env HOOKPROF_OUTPUT="$TRACE" LD_PRELOAD="$LIB" "$B/sigpipe" 2>err | head -n 1 >out
 	echo "${PIPESTATUS[0]}" >rc
 ); } 2>/dev/null
 RC=$(cat "$DIR/rc" 2>/dev/null)
@@ -743,16 +800,18 @@ check "$label: no trace file made again" "files: $(ls "$DIR" | tr '\n' ' ')" [ !
 # that); then SIGTERM: the process dies of SIGTERM, not of a jump into the
 # unloaded library.
 label="libhookprof unloaded by dlclose (RTLD_DEEPBIND plugin), then SIGTERM"
-run_guarded linked deepbind deepbind -- "$B/plugin_linked.so"
-check_run "$label" linked 143 "deepbind 168 dlclose 0"
-if report "$label (no --partial)" "$TRACE"; then
-	expect_calls "$label" plugin_linked.so plugin_run=2 plugin_helper=8
-	check_times "$label" flat
+if ! skipped_under address thread -- "$label" "the sanitizer runtimes refuse RTLD_DEEPBIND"; then
+	run_guarded linked deepbind deepbind -- "$B/plugin_linked.so"
+	check_run "$label" linked 143 "deepbind 168 dlclose 0"
+	if report "$label (no --partial)" "$TRACE"; then
+		expect_calls "$label" plugin_linked.so plugin_run=2 plugin_helper=8
+		check_times "$label" flat
+	fi
 fi
 
 # A child forked by an exit handler calls exit(): it ends (the parent's
 # being in exit() is not the child's), and the parent's trace is complete.
-run_guarded preload forkexit forkexit
+run_guarded preload forkexit forkexit "$NO_LSAN"
 check_run "exit() in a child forked by an exit handler" preload 0 "forkexit child 2"
 if report "exit() in a child forked by an exit handler" "$TRACE"; then
 	expect_calls "exit() in a child forked by an exit handler" forkexit main=1 fe_work=1000
@@ -787,16 +846,18 @@ nested_checks "HOOKPROF_MODE=ring nested" nested_O0
 run_env ring-threads threads HOOKPROF_MODE=ring
 check_run "HOOKPROF_MODE=ring threads" preload 0 "threads done 1"
 threads_checks "HOOKPROF_MODE=ring threads" threads
-run_env ring-small recursion HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K
-check_run "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion (overflows)" preload 0 "recursion 100000 6765"
-if report "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion" "$TRACE"; then
-	check_times "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion"
-	n=$(field rec_fib recursion 2)
-	check "ring mode keeps the last events: rec_fib (called last) is in the report, at most 21891 calls" \
-		"rec_fib calls: '$n'" awk -v n="$n" 'BEGIN { exit !(n ~ /^[0-9]+$/ && n + 0 >= 1 && n + 0 <= 21891) }'
+if ! skipped_under thread -- "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion" "$DEEP_STACK"; then
+	run_env ring-small recursion HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K
+	check_run "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion (overflows)" preload 0 "recursion 100000 6765"
+	if report "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion" "$TRACE"; then
+		check_times "HOOKPROF_MODE=ring HOOKPROF_BUFFER=128K recursion"
+		n=$(field rec_fib recursion 2)
+		check "ring mode keeps the last events: rec_fib (called last) is in the report, at most 21891 calls" \
+			"rec_fib calls: '$n'" awk -v n="$n" 'BEGIN { exit !(n ~ /^[0-9]+$/ && n + 0 >= 1 && n + 0 <= 21891) }'
+	fi
+	check "ring mode: the report's header counts the events it lost" "$(brief "$T/ring-table.out")" \
+		sh -c '"$1" report "$2" >"$3" && head -n 1 "$3" | grep -Eq ", [1-9][0-9]* lost, "' sh "$HP" "$TRACE" "$T/ring-table.out"
 fi
-check "ring mode: the report's header counts the events it lost" "$(brief "$T/ring-table.out")" \
-	sh -c '"$1" report "$2" >"$3" && head -n 1 "$3" | grep -Eq ", [1-9][0-9]* lost, "' sh "$HP" "$TRACE" "$T/ring-table.out"
 # The flight recorder on a fatal signal: written by the handler.
 run_env ring-segv ending HOOKPROF_MODE=ring -- segv
 check_run "HOOKPROF_MODE=ring, segv() inside nested calls" preload 139 "ending segv"
@@ -814,9 +875,11 @@ for mode in ring stream; do
 		check_times "$label"
 	fi
 done
-run_env small-stream recursion HOOKPROF_BUFFER=128K
-check_run "HOOKPROF_BUFFER=128K stream mode recursion" preload 0 "recursion 100000 6765"
-recursion_checks "HOOKPROF_BUFFER=128K stream mode (lossless) recursion" recursion
+if ! skipped_under thread -- "HOOKPROF_BUFFER=128K stream mode recursion" "$DEEP_STACK"; then
+	run_env small-stream recursion HOOKPROF_BUFFER=128K
+	check_run "HOOKPROF_BUFFER=128K stream mode recursion" preload 0 "recursion 100000 6765"
+	recursion_checks "HOOKPROF_BUFFER=128K stream mode (lossless) recursion" recursion
+fi
 run_env monotonic nested_O2 HOOKPROF_CLOCK=monotonic
 check_run "HOOKPROF_CLOCK=monotonic nested" preload 0 "$NESTED_OUT"
 nested_checks "HOOKPROF_CLOCK=monotonic nested" nested_O2
@@ -908,7 +971,7 @@ check "report table: a row with nest_c and its 30 calls, none with a CSV header"
 # ---- installed: make install, then the README's pkg-config line ----------
 
 STAGE=$T/stage
-if make -C "$ROOT" -s install PREFIX=/opt/hp DESTDIR="$STAGE" >"$T/install.log" 2>&1; then
+if make -C "$ROOT" -s install BUILD="$BUILD" PREFIX=/opt/hp DESTDIR="$STAGE" >"$T/install.log" 2>&1; then
 	missing=""
 	for f in bin/hookprof lib/libhookprof.so lib/libhookprof.a include/hookprof.h lib/pkgconfig/hookprof.pc; do
 		[ -f "$STAGE/opt/hp/$f" ] || missing="$missing $f"
@@ -920,11 +983,11 @@ else
 	nok "install DESTDIR=… PREFIX=/opt/hp" "$(brief "$T/install.log")"
 fi
 P=$T/prefix
-if make -C "$ROOT" -s install PREFIX="$P" >"$T/install.log" 2>&1; then
+if make -C "$ROOT" -s install BUILD="$BUILD" PREFIX="$P" >"$T/install.log" 2>&1; then
 	ok "install PREFIX=$P"
 	if flags=$(PKG_CONFIG_PATH=$P/lib/pkgconfig pkg-config --cflags --libs hookprof 2>"$T/pc.err") &&
 		# shellcheck disable=SC2086 # the flags are words
-		gcc "${IF[@]}" -O1 "$SRC/nested.c" -o "$B/nested_pc" $flags >"$BUILD_LOG" 2>&1; then
+		gcc "${IF[@]}" "${E2E_CFLAGS[@]}" -O1 "$SRC/nested.c" -o "$B/nested_pc" $flags >"$BUILD_LOG" 2>&1; then
 		ok "installed: gcc -finstrument-functions prog.c \$(pkg-config --cflags --libs hookprof)"
 		HP_SAVED=$HP
 		HP=$P/bin/hookprof

@@ -21,6 +21,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Shared between threads: atomic (relaxed: nothing else is ordered by
+ * them), so that ThreadSanitizer reports races of hookprof, not ours. */
 volatile unsigned long sink;
 static volatile int hold = 1;
 static volatile pid_t worker_tid;
@@ -29,13 +31,17 @@ static volatile unsigned long entered; /* bs_work calls past their enter hook */
 __attribute__((no_instrument_function)) int pthread_mutex_lock(pthread_mutex_t *m)
 {
 	static int (*real)(pthread_mutex_t *);
-	if (!real)
-		real = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_mutex_lock");
+	int (*next)(pthread_mutex_t *) = __atomic_load_n(&real, __ATOMIC_RELAXED);
+	if (!next) {
+		next = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_mutex_lock");
+		__atomic_store_n(&real, next, __ATOMIC_RELAXED);
+	}
 	char name[16] = "";
-	if (hold && prctl(PR_GET_NAME, name) == 0 && !strcmp(name, "hookprof-writer"))
-		while (hold)
+	if (__atomic_load_n(&hold, __ATOMIC_RELAXED) && prctl(PR_GET_NAME, name) == 0 &&
+	    !strcmp(name, "hookprof-writer"))
+		while (__atomic_load_n(&hold, __ATOMIC_RELAXED))
 			usleep(1000);
-	return real(m);
+	return next(m);
 }
 
 __attribute__((noinline)) void bs_setup(int i)
@@ -45,13 +51,13 @@ __attribute__((noinline)) void bs_setup(int i)
 
 __attribute__((noinline)) void bs_work(void)
 {
-	entered++;
+	__atomic_fetch_add(&entered, 1, __ATOMIC_RELAXED);
 }
 
 __attribute__((noinline)) void *bs_worker(void *arg)
 {
 	(void)arg;
-	worker_tid = (pid_t)syscall(SYS_gettid);
+	__atomic_store_n(&worker_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
 	for (;;)
 		bs_work();
 	return NULL;
@@ -75,7 +81,8 @@ __attribute__((no_instrument_function)) static char state_of(pid_t tid)
 __attribute__((noinline)) int bs_watch(void)
 {
 	for (int i = 0; i < 2000; i++) {
-		if (worker_tid && state_of(worker_tid) == 'S')
+		pid_t tid = __atomic_load_n(&worker_tid, __ATOMIC_RELAXED);
+		if (tid && state_of(tid) == 'S')
 			return 1;
 		usleep(1000);
 	}
@@ -90,11 +97,12 @@ int main(void)
 	if (pthread_create(&t, NULL, bs_worker, NULL))
 		return 2;
 	int waiting = bs_watch();
-	printf("blockedsig %s %lu\n", waiting ? "waiting" : "not seen waiting", entered);
+	printf("blockedsig %s %lu\n", waiting ? "waiting" : "not seen waiting",
+	       __atomic_load_n(&entered, __ATOMIC_RELAXED));
 	fflush(stdout);
 	/* Pending before the worker can run again: it is handled first. */
 	pthread_kill(t, SIGTERM);
-	hold = 0;
+	__atomic_store_n(&hold, 0, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	return 0;
 }

@@ -33,10 +33,12 @@ __attribute__((noinline)) void *mt_thread(void *arg)
 __attribute__((noinline)) void *mt_flusher(void *arg)
 {
 	(void)arg;
-	while (!stop) {
+	/* atomics (relaxed) for what main shares with us: ThreadSanitizer is
+	 * to see hookprof's races */
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		if (hookprof_flush() == 0)
 			flushes++;
-		calls++;
+		__atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -47,7 +49,7 @@ int main(int argc, char **argv)
 	pthread_t fl;
 	if (flush && pthread_create(&fl, NULL, mt_flusher, NULL))
 		return 2;
-	while (flush && !calls) /* the flusher is at work before the first thread */
+	while (flush && !__atomic_load_n(&calls, __ATOMIC_RELAXED)) /* the flusher is at work before the first thread */
 		sched_yield();
 	for (int i = 0; i < NTHREADS; i++) {
 		pthread_t t;
@@ -55,7 +57,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if (flush) {
-		stop = 1;
+		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 		pthread_join(fl, NULL);
 	}
 	/* With "flush": whether the flushes worked (returned 0). */

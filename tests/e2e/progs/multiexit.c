@@ -14,7 +14,8 @@ static pthread_barrier_t barrier;
 
 __attribute__((noinline)) void me_work(int i)
 {
-	sink += (unsigned long)i;
+	/* atomic: three threads at once (ThreadSanitizer is to see hookprof's races) */
+	__atomic_fetch_add(&sink, (unsigned long)i, __ATOMIC_RELAXED);
 }
 
 __attribute__((noinline)) void *me_thread(void *arg)
