@@ -41,7 +41,7 @@ static const char usage_text[] =
 	"                            PROGRAM-PID.hookprof; without -o or -d they go to ./\n"
 	"      --mode=stream|ring    stream (default): every event; ring: the last --buffer per thread\n"
 	"      --buffer=SIZE         per-thread buffer, e.g. 512K, 8M (default 8M; rounded down\n"
-	"                            to a power of two)\n"
+	"                            to a power of two; at most 1G)\n"
 	"      --clock=tsc|monotonic timestamp source (default tsc, when invariant)\n"
 	"  report [options] [TRACE|DIR...]\n"
 	"      flat profile: calls, total (inclusive), self, avg, min and max per call;\n"
@@ -768,6 +768,19 @@ static int cmd_report(int argc, char **argv)
 
 /* ---- info and dump ----------------------------------------------------- */
 
+/* The PARENT record (1.1): a forked copy of a traced process names its
+ * parent's trace; any other process, the pid of its parent. */
+static void print_parent(const struct hp_trace_info *in)
+{
+	if (!in->has_parent)
+		return;
+	printf("parent:   pid %u", in->parent_pid);
+	if (in->parent_flags & HP_PARENT_FORKED)
+		printf(", forked from its trace %s%s", in->parent_trace && *in->parent_trace ? in->parent_trace : "?",
+		       in->parent_flags & HP_PARENT_FRAMES ? " (frames open at the fork re-entered)" : "");
+	printf("\n");
+}
+
 static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 {
 	const struct hp_trace_info *in = &a->info;
@@ -777,7 +790,9 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 	time_t start = (time_t)(in->start_realtime_ns / 1000000000u);
 	char when[64];
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", localtime(&start));
-	printf("\npid:      %u\nstarted:  %s\n", in->pid, when);
+	printf("\npid:      %u\n", in->pid);
+	print_parent(in);
+	printf("started:  %s\n", when);
 	printf("clock:    %s, %.4f ticks per ns\n", in->clock_source == HP_CLOCK_TSC ? "tsc" : "monotonic",
 	       1.0 / a->tb.ns_per_tick);
 	printf("mode:     %s\n", in->flags & 1 ? "ring" : "stream");

@@ -48,6 +48,13 @@ traces_in() { ls "$1" 2>/dev/null | grep -E '\.hookprof(\.[0-9]+)?$' | sort; }
 # The pid in a PROGRAM-PID.hookprof name.
 pid_of_name() { local n=${1##*-}; echo "${n%.hookprof}"; }
 
+# info_names_parent FILE: `hookprof info` shows the PARENT record of a
+# forked child whose frames were re-entered.
+info_names_parent() {
+	"$HP" info "$1" 2>/dev/null |
+		grep -qE '^parent:   pid [0-9]+, forked from its trace .+\.hookprof(\.[0-9]+)? \(frames open at the fork re-entered\)$'
+}
+
 # fork_children LABEL MODULE N K FILE...: each FILE is a forked child's trace
 # of forktree: ft_child K times, ft_spawn and main once (entered in the
 # parent, re-entered at the fork, exited in the child), no ft_parent.
@@ -64,6 +71,8 @@ fork_children() {
 				[ -z "$(field ft_parent "" 2)" -a -z "$(field ft_busy "" 2)" ]
 			check_times "$label: child trace $i" flat
 		fi
+		check "$label: child trace $i: info names the parent's pid and trace" \
+			"$("$HP" info "$f" 2>&1 | grep -E '^(pid|parent):' | tr '\n' '|')" info_names_parent "$f"
 	done
 }
 
