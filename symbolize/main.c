@@ -181,13 +181,14 @@ static int list_traces(const char *dir, struct names *l)
 			l->n++;
 	}
 	closedir(d);
-	qsort(l->v, l->n, sizeof(*l->v), by_name);
+	if (l->n) /* l->v is NULL when nothing was listed */
+		qsort(l->v, l->n, sizeof(*l->v), by_name);
 	return 0;
 }
 
 static int listed(const struct names *l, const char *name)
 {
-	return bsearch(&name, l->v, l->n, sizeof(*l->v), by_name) != NULL;
+	return l->n && bsearch(&name, l->v, l->n, sizeof(*l->v), by_name) != NULL;
 }
 
 /* Where the traces of the tree go: the directory record lists, and what
