@@ -3,6 +3,7 @@
 #   make demo            profile the bundled example (installs what it needs)
 #   make check           unit and end-to-end tests (installs what it needs)
 #   make bench           overhead, size and speed against the floor and uftrace
+#   make fuzz            libFuzzer target of the trace reader (clang), build/fuzz/fuzz_trace
 #   make install PREFIX=/usr/local DESTDIR=
 #   make clean
 
@@ -54,6 +55,19 @@ $(BUILD)/hookprof: $(SYM_OBJ) $(BUILD)/lib/hp_config.o
 $(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a
 	$(CC) $(CFLAGS) -pthread -o $@ $< $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a $(SYM_LIBS) -lcheck -lsubunit -lm -lrt
 
+# The reader, decoder and profile under libFuzzer, ASan and UBSan; no
+# symbol lookup. tests/fuzz/run.sh runs it.
+FUZZ_CC ?= clang
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC := tests/fuzz/fuzz_trace.c symbolize/hp_trace.c symbolize/hp_decode.c \
+	symbolize/hp_analyze.c symbolize/hp_profile.c
+
+fuzz: $(BUILD)/fuzz/fuzz_trace
+
+$(BUILD)/fuzz/fuzz_trace: $(FUZZ_SRC) $(wildcard symbolize/*.h) lib/hp_format.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -std=gnu11 -Wall -Wextra -Ilib -o $@ $(FUZZ_SRC)
+
 deps:
 	@scripts/deps.sh
 
@@ -80,7 +94,7 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps demo check bench install clean
+.PHONY: all deps demo check bench fuzz install clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

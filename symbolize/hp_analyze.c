@@ -48,24 +48,31 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 		snprintf(err, errlen, "corrupt events record (stream %u)", stream);
 		return -1;
 	}
-	long n = hp_decode(&a->funcs, d, payload + 8, size - 8, &ps->evbuf, err, errlen);
-	if (n < 0)
-		return -1;
+	/* In pieces: the events of one record cost a bounded buffer however
+	 * many they are. */
+	struct hp_dec_record rec = hp_dec_record_of(payload + 8, size - 8);
+	long n = 0;
+	do {
+		long got = hp_decode_piece(&a->funcs, d, &rec, HP_DECODE_PIECE, &ps->evbuf, err, errlen);
+		if (got < 0)
+			return -1;
+		n += got;
+		if (hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n)) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if (ps->on_events && ps->on_events(ps->arg, a, stream, ps->evbuf.ev, ps->evbuf.n)) {
+			snprintf(err, errlen, "cannot write the output");
+			return -1;
+		}
+	} while (!hp_decode_done(d, &rec));
 	if ((uint32_t)n != nevents) {
 		snprintf(err, errlen, "corrupt events record (%ld events where %u were written)", n, nevents);
 		return -1;
 	}
 	a->events += (uint64_t)n;
 	si->events += (uint64_t)n;
-	if (hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n)) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
 	hp_profile_reached(&a->prof, stream, d->tick);
-	if (ps->on_events && ps->on_events(ps->arg, a, stream, ps->evbuf.ev, ps->evbuf.n)) {
-		snprintf(err, errlen, "cannot write the output");
-		return -1;
-	}
 	return 0;
 }
 

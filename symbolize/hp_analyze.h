@@ -21,7 +21,9 @@ struct hp_analysis {
 	int partial;           /* no END record: the run was cut short */
 };
 
-/* Called for each decoded record, for tools that want the events themselves. */
+/* Called for each decoded record (a record of more than HP_DECODE_PIECE
+ * events: for each piece of it, in order), for tools that want the events
+ * themselves. The record's event count is checked after its last piece. */
 typedef int (*hp_event_fn)(void *arg, const struct hp_analysis *a, uint32_t stream,
 			   const struct hp_ev *ev, size_t n);
 

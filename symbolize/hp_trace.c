@@ -10,7 +10,7 @@
 
 #include "hp_format.h"
 
-#define READ_CHUNK (1u << 20)
+#define READ_MIN (64u << 10)
 
 struct hp_reader {
 	FILE *f;
@@ -89,11 +89,14 @@ bad:
 	return NULL;
 }
 
+/* Always a buffer, even for an empty payload: callers get a pointer. */
 static int grow(struct hp_reader *r, size_t need)
 {
-	if (need <= r->cap)
+	if (r->buf && need <= r->cap)
 		return 0;
-	size_t cap = need < READ_CHUNK ? READ_CHUNK : need;
+	size_t cap = r->cap ? r->cap : READ_MIN;
+	while (cap < need)
+		cap *= 2;
 	uint8_t *buf = realloc(r->buf, cap);
 	if (!buf)
 		return -1;

@@ -511,6 +511,26 @@ START_TEST(test_record_too_large)
 }
 END_TEST
 
+START_TEST(test_empty_payload_pointer)
+{
+	/* a record of no bytes as the first: still a pointer, for a cursor
+	 * that must not do arithmetic on NULL */
+	tk_header(&file);
+	tk_put32(&file, 77);
+	tk_put32(&file, 0);
+	save(&file);
+	struct hp_reader *r = hp_reader_open(path, err, sizeof(err));
+	ck_assert_ptr_nonnull(r);
+	uint32_t type, size;
+	const uint8_t *payload = NULL;
+	ck_assert_int_eq(hp_reader_next(r, &type, &payload, &size, err, sizeof(err)), 1);
+	ck_assert_uint_eq(type, 77);
+	ck_assert_uint_eq(size, 0);
+	ck_assert_ptr_nonnull(payload);
+	hp_reader_close(r);
+}
+END_TEST
+
 START_TEST(test_header_only)
 {
 	int n = -1;
@@ -763,6 +783,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(limits, test_truncated_record_header);
 	tcase_add_test(limits, test_record_too_large);
 	tcase_add_test(limits, test_header_only);
+	tcase_add_test(limits, test_empty_payload_pointer);
 	tcase_add_test(limits, test_no_end_partial);
 	tcase_add_test(limits, test_event_count_mismatch);
 	tcase_add_test(limits, test_end_count_mismatch);
