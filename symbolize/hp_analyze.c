@@ -76,7 +76,7 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 	return 0;
 }
 
-static int read_all(struct pass *ps, struct hp_reader *r, char *err, size_t errlen)
+static int read_all(struct pass *ps, struct hp_reader *r, int flags, char *err, size_t errlen)
 {
 	uint32_t type, size;
 	const uint8_t *payload;
@@ -89,6 +89,10 @@ static int read_all(struct pass *ps, struct hp_reader *r, char *err, size_t errl
 			return -1;
 		if (type == HP_REC_END)
 			break;
+	}
+	if (rc < 0 && (flags & HP_ANALYZE_ALLOW_PARTIAL) && hp_reader_cut_at(r)) {
+		ps->a->cut_at = hp_reader_cut_at(r);
+		return 0;
 	}
 	return rc < 0 ? -1 : 0;
 }
@@ -136,7 +140,7 @@ int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 		return -1;
 	a->info.stream_limit = hp_trace_stream_limit(hp_reader_size(r));
 	struct pass ps = { .a = a, .on_events = on_events, .arg = arg };
-	int rc = read_all(&ps, r, err, errlen);
+	int rc = read_all(&ps, r, flags, err, errlen);
 	if (!rc)
 		rc = finish(a, flags, err, errlen);
 	for (size_t i = 0; i < ps.ndec; i++) {

@@ -19,6 +19,8 @@ struct hp_analysis {
 	uint64_t events;       /* decoded */
 	uint64_t orphan_exits; /* exits of frames entered before tracing began */
 	int partial;           /* no END record: the run was cut short */
+	uint64_t cut_at;       /* partial, and the file ends in an incomplete
+				* record at this byte (dropped whole); 0: not */
 };
 
 /* Called for each decoded record (a record of more than HP_DECODE_PIECE
@@ -27,6 +29,8 @@ struct hp_analysis {
 typedef int (*hp_event_fn)(void *arg, const struct hp_analysis *a, uint32_t stream,
 			   const struct hp_ev *ev, size_t n);
 
+/* ALLOW_PARTIAL: a trace without END is read, also one whose last record
+ * was cut (every complete record before it is read; cut_at says where). */
 enum { HP_ANALYZE_ALLOW_PARTIAL = 1 };
 
 /* 0, or -1 with a one-line reason naming the file in err; after a failure
