@@ -10,12 +10,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "hp_format.h"
 
 #define EVENTS_MIN 1024
-#define OPEN_MIN 64
 
 static int grow_events(struct hp_evbuf *b, size_t need)
 {
@@ -43,76 +41,6 @@ static int emit(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint32_t kin
 	return 0;
 }
 
-/* ---- open frames per function ------------------------------------------ */
-
-/* splitmix64: a multiplier no file can be written against. */
-static uint64_t random_multiplier(const void *salt)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t z = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)salt;
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return (z ^ (z >> 31)) | 1;
-}
-
-static size_t open_slot_of(const struct hp_dec_stream *s, uint32_t key)
-{
-	size_t i = (size_t)((key * s->open_mul) >> s->open_shift);
-	while (s->open[i].key && s->open[i].key != key)
-		i = (i + 1) & (s->open_cap - 1);
-	return i;
-}
-
-/* Rehashes into a table four times the functions still open: the entries
- * of functions no longer open go, so the table follows the stack. */
-static int open_rehash(struct hp_dec_stream *s)
-{
-	size_t live = 0;
-	for (size_t i = 0; i < s->open_cap; i++)
-		live += s->open[i].n != 0;
-	size_t cap = OPEN_MIN;
-	unsigned shift = 64 - 6;
-	while (cap < 4 * (live + 1)) {
-		cap *= 2;
-		shift--;
-	}
-	struct hp_open_count *t = calloc(cap, sizeof(*t));
-	if (!t)
-		return -1;
-	struct hp_dec_stream old = *s;
-	if (!s->open_mul)
-		s->open_mul = random_multiplier(s);
-	s->open = t;
-	s->open_cap = cap;
-	s->open_shift = shift;
-	s->open_used = live;
-	for (size_t i = 0; i < old.open_cap; i++)
-		if (old.open[i].n)
-			t[open_slot_of(s, old.open[i].key)] = old.open[i];
-	free(old.open);
-	return 0;
-}
-
-static uint32_t open_frames(const struct hp_dec_stream *s, uint32_t func)
-{
-	return s->open_cap ? s->open[open_slot_of(s, func + 1)].n : 0;
-}
-
-static int open_add(struct hp_dec_stream *s, uint32_t func)
-{
-	if (2 * (s->open_used + 1) > s->open_cap && open_rehash(s))
-		return -1;
-	struct hp_open_count *c = &s->open[open_slot_of(s, func + 1)];
-	if (!c->key) {
-		c->key = func + 1;
-		s->open_used++;
-	}
-	c->n++;
-	return 0;
-}
-
 /* ---- the stack ----------------------------------------------------------- */
 
 static int push(struct hp_dec_stream *s, uint32_t func)
@@ -125,7 +53,7 @@ static int push(struct hp_dec_stream *s, uint32_t func)
 		s->stack = stack;
 		s->cap = cap;
 	}
-	if (open_add(s, func))
+	if (hp_opencount_add(&s->open, func))
 		return -1;
 	s->stack[s->depth++] = func;
 	return 0;
@@ -134,7 +62,7 @@ static int push(struct hp_dec_stream *s, uint32_t func)
 static uint32_t pop(struct hp_dec_stream *s)
 {
 	uint32_t func = s->stack[--s->depth];
-	s->open[open_slot_of(s, func + 1)].n--;
+	hp_opencount_sub(&s->open, func);
 	return func;
 }
 
@@ -158,7 +86,7 @@ static int define(struct hp_funcs *f, uint64_t addr)
  * func closes, as many per piece as fit (drain_unwind). */
 static void exit_other(struct hp_dec_stream *s, uint32_t func)
 {
-	if (!open_frames(s, func)) {
+	if (!hp_opencount_get(&s->open, func)) {
 		s->orphan_exits++;
 		return;
 	}
@@ -280,7 +208,7 @@ void hp_funcs_free(struct hp_funcs *f)
 void hp_dec_stream_free(struct hp_dec_stream *s)
 {
 	free(s->stack);
-	free(s->open);
+	hp_opencount_free(&s->open);
 	*s = (struct hp_dec_stream){ 0 };
 }
 

@@ -9,17 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hp_opencount.h"
+
 /* The trace's function dictionary: index -> address. */
 struct hp_funcs {
 	uint64_t *addr;
 	uint32_t n, cap;
-};
-
-/* Open frames of one function in one stream; key is the index + 1, 0 an
- * empty slot. */
-struct hp_open_count {
-	uint32_t key;
-	uint32_t n;
 };
 
 struct hp_dec_stream {
@@ -27,13 +22,9 @@ struct hp_dec_stream {
 	size_t depth, cap;
 	uint64_t tick;
 	uint64_t orphan_exits; /* exits of frames entered before the stream began */
-	/* Open frames per function (a hash table, multiplier chosen at random
-	 * so that a crafted file cannot make it probe long): a 0x41 exit of a
-	 * function not on the stack costs O(1), not a scan of the stack. */
-	struct hp_open_count *open;
-	size_t open_cap, open_used;
-	uint64_t open_mul;
-	unsigned open_shift;
+	/* Open frames per function: a 0x41 exit of a function not on the
+	 * stack costs O(1), not a scan of the stack. */
+	struct hp_opencount open;
 	/* A 0x41 whose frames are still being closed, down to this depth. */
 	size_t unwind_to;
 	int unwinding;

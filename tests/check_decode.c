@@ -808,6 +808,27 @@ START_TEST(test_pieces_bounded)
 }
 END_TEST
 
+START_TEST(test_orphan_exits_deep_stack)
+{
+	/* 500000 frames of 0, then a million exits of 1, which is not open:
+	 * each is an event that closes nothing, found so without a scan of
+	 * the stack (a scan each took minutes here: the Check timeout fails
+	 * it). Then an exit of 0 closes the newest frame only. */
+	enum { DEPTH = 500000, ORPHANS = 1000000 };
+	define_upto(2);
+	for (int i = 0; i < DEPTH; i++)
+		BYTES(&b, 0x00, 0x01);
+	for (int i = 0; i < ORPHANS; i++)
+		BYTES(&b, 0x41, 0x01, 0x02);
+	BYTES(&b, 0x41, 0x00, 0x02);
+	ck_assert_int_eq(ok_bb(), DEPTH + ORPHANS + 1);
+	ck_assert_uint_eq(dec.orphan_exits, ORPHANS);
+	ck_assert_uint_eq(dec.depth, DEPTH - 1);
+	ck_assert_uint_eq(evb.n, DEPTH + 1);
+	assert_ev(DEPTH, HP_EV_EXIT, 0, DEPTH + ORPHANS + 1);
+}
+END_TEST
+
 START_TEST(test_resets_only)
 {
 	/* a record of nothing but resets: one reset each, no event counted */
@@ -851,6 +872,7 @@ static Suite *decode_suite(void)
 	tcase_add_test(limits, test_unwind_more_events_than_bytes);
 	tcase_add_test(limits, test_unwind_mid_record);
 	tcase_add_test(limits, test_pieces_bounded);
+	tcase_add_test(limits, test_orphan_exits_deep_stack);
 	tcase_add_test(limits, test_resets_only);
 	suite_add_tcase(s, limits);
 	return s;
