@@ -30,9 +30,9 @@ static int grow_events(struct hp_evbuf *b, size_t need)
 	return 0;
 }
 
-static int emit(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint32_t kind)
+static inline int emit(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint32_t kind)
 {
-	if (grow_events(out, out->n + 1))
+	if (out->n == out->cap && grow_events(out, out->n + 1))
 		return -1;
 	struct hp_ev *e = &out->ev[out->n++];
 	e->tick = tick;
@@ -53,7 +53,7 @@ static int push(struct hp_dec_stream *s, uint32_t func)
 		s->stack = stack;
 		s->cap = cap;
 	}
-	if (hp_opencount_add(&s->open, func))
+	if (hp_opencount_add(&s->open, func) < 0)
 		return -1;
 	s->stack[s->depth++] = func;
 	return 0;

@@ -1,6 +1,7 @@
 /*
- * hp_opencount.c - open frames per function (linear probing, load at most
- * one half; entries of closed functions go at the next rehash).
+ * hp_opencount.c - open frames per function: growing the table (linear
+ * probing, load at most one half; entries of closed functions go at the
+ * next rehash). The lookups are inline in hp_opencount.h.
  */
 #include "hp_opencount.h"
 
@@ -23,16 +24,8 @@ static uint64_t random_multiplier(const void *salt)
 	return (z ^ (z >> 31)) | 1;
 }
 
-static size_t slot_of(const struct hp_opencount *t, uint32_t key)
-{
-	size_t i = (size_t)((key * t->mul) >> t->shift);
-	while (t->slot[i].key && t->slot[i].key != key)
-		i = (i + 1) & (t->cap - 1);
-	return i;
-}
-
 /* Into a table of four times the functions still open (at least 64). */
-static int rehash(struct hp_opencount *t)
+int hp_opencount_rehash(struct hp_opencount *t)
 {
 	size_t live = 0;
 	for (size_t i = 0; i < t->cap; i++)
@@ -55,32 +48,9 @@ static int rehash(struct hp_opencount *t)
 	t->used = live;
 	for (size_t i = 0; i < old.cap; i++)
 		if (old.slot[i].n)
-			slot[slot_of(t, old.slot[i].key)] = old.slot[i];
+			slot[hp_opencount_slot(t, old.slot[i].key)] = old.slot[i];
 	free(old.slot);
 	return 0;
-}
-
-uint32_t hp_opencount_get(const struct hp_opencount *t, uint32_t func)
-{
-	return t->cap ? t->slot[slot_of(t, func + 1)].n : 0;
-}
-
-int hp_opencount_add(struct hp_opencount *t, uint32_t func)
-{
-	if (2 * (t->used + 1) > t->cap && rehash(t))
-		return -1;
-	struct hp_open_slot *s = &t->slot[slot_of(t, func + 1)];
-	if (!s->key) {
-		s->key = func + 1;
-		t->used++;
-	}
-	s->n++;
-	return 0;
-}
-
-void hp_opencount_sub(struct hp_opencount *t, uint32_t func)
-{
-	t->slot[slot_of(t, func + 1)].n--;
 }
 
 void hp_opencount_free(struct hp_opencount *t)

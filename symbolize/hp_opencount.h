@@ -25,12 +25,42 @@ struct hp_opencount {
 	unsigned shift;
 };
 
-/* Open frames of func; 0 for a function never seen. */
-uint32_t hp_opencount_get(const struct hp_opencount *t, uint32_t func);
-/* One more open frame of func. 0, or -1 out of memory. */
-int hp_opencount_add(struct hp_opencount *t, uint32_t func);
-/* One frame of func closed; func must be open. */
-void hp_opencount_sub(struct hp_opencount *t, uint32_t func);
+/* Makes room for one more function; 0, or -1 out of memory. */
+int hp_opencount_rehash(struct hp_opencount *t);
 void hp_opencount_free(struct hp_opencount *t);
+
+/* Inline: every enter and exit of a trace comes here, twice. */
+static inline size_t hp_opencount_slot(const struct hp_opencount *t, uint32_t key)
+{
+	size_t i = (size_t)((key * t->mul) >> t->shift);
+	while (t->slot[i].key && t->slot[i].key != key)
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+/* Open frames of func; 0 for a function never seen. */
+static inline uint32_t hp_opencount_get(const struct hp_opencount *t, uint32_t func)
+{
+	return t->cap ? t->slot[hp_opencount_slot(t, func + 1)].n : 0;
+}
+
+/* One more open frame of func: the number open before, or -1 out of memory. */
+static inline int64_t hp_opencount_add(struct hp_opencount *t, uint32_t func)
+{
+	if (2 * (t->used + 1) > t->cap && hp_opencount_rehash(t))
+		return -1;
+	struct hp_open_slot *s = &t->slot[hp_opencount_slot(t, func + 1)];
+	if (!s->key) {
+		s->key = func + 1;
+		t->used++;
+	}
+	return s->n++;
+}
+
+/* One frame of func closed; func must be open. */
+static inline void hp_opencount_sub(struct hp_opencount *t, uint32_t func)
+{
+	t->slot[hp_opencount_slot(t, func + 1)].n--;
+}
 
 #endif

@@ -61,8 +61,8 @@ static int push_frame(struct hp_pstream *s, const struct hp_ev *e)
 		s->frames = fr;
 		s->cap = cap;
 	}
-	uint32_t open = hp_opencount_get(&s->open, e->func);
-	if (hp_opencount_add(&s->open, e->func))
+	int64_t open = hp_opencount_add(&s->open, e->func);
+	if (open < 0)
 		return -1;
 	struct hp_frame *fr = &s->frames[s->depth++];
 	fr->start = e->tick;
