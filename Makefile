@@ -6,6 +6,7 @@
 #   make check-tsan      the concurrent modules' unit tests and the e2e tests under
 #                        ThreadSanitizer, built in build-tsan/ (docs/testing.md)
 #   make bench           overhead, size and speed against the floor and uftrace
+#   make fuzz            libFuzzer target of the trace reader (clang), build/fuzz/fuzz_trace
 #   make install PREFIX=/usr/local DESTDIR=
 #   make clean           (build/ and the sanitizer builds)
 
@@ -61,6 +62,19 @@ $(BUILD)/hookprof: $(SYM_OBJ) $(BUILD)/lib/hp_config.o
 
 $(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -pthread -o $@ $< $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a $(UNWIND_LIBS) $(SYM_LIBS) -lcheck -lsubunit -lm -lrt
+
+# The reader, decoder and profile under libFuzzer, ASan and UBSan; no
+# symbol lookup. tests/fuzz/run.sh runs it.
+FUZZ_CC ?= clang
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC := tests/fuzz/fuzz_trace.c symbolize/hp_trace.c symbolize/hp_decode.c \
+	symbolize/hp_opencount.c symbolize/hp_analyze.c symbolize/hp_profile.c
+
+fuzz: $(BUILD)/fuzz/fuzz_trace
+
+$(BUILD)/fuzz/fuzz_trace: $(FUZZ_SRC) $(wildcard symbolize/*.h) lib/hp_format.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -std=gnu11 -Wall -Wextra -Ilib -o $@ $(FUZZ_SRC)
 
 deps:
 	@scripts/deps.sh
@@ -120,7 +134,7 @@ install: all
 clean:
 	rm -rf $(BUILD) build-asan build-tsan
 
-.PHONY: all deps demo check check-asan check-tsan bench install clean
+.PHONY: all deps demo check check-asan check-tsan bench fuzz install clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -15,6 +15,12 @@ fi
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v g++ >/dev/null 2>&1 || need="$need g++"
 command -v clang >/dev/null 2>&1 || need="$need clang"
+# libFuzzer (make fuzz): Debian has it in libclang-rt-dev, only recommended by clang.
+have_libfuzzer() {
+	printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }\n' |
+		clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1
+}
+have_libfuzzer || need="$need libclang-rt-dev"
 [ -n "$need" ] || exit 0
 echo "hookprof: installing$need" >&2
 sudo=""

@@ -64,32 +64,36 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 		snprintf(err, errlen, "corrupt events record (stream %u)", stream);
 		return -1;
 	}
-	long n = hp_decode(&ps->dict, d, payload + 8, size - 8, &ps->evbuf, err, errlen);
-	if (n < 0)
-		return -1;
-	if (to_functions(ps)) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
+	/* In pieces: the events of one record cost a bounded buffer however
+	 * many they are. */
+	struct hp_dec_record rec = hp_dec_record_of(payload + 8, size - 8);
+	long n = 0;
+	do {
+		long got = hp_decode_piece(&ps->dict, d, &rec, HP_DECODE_PIECE, &ps->evbuf, err, errlen);
+		if (got < 0)
+			return -1;
+		n += got;
+		if (to_functions(ps) ||
+		    hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n)) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if (ps->on_events && ps->on_events(ps->arg, a, stream, ps->evbuf.ev, ps->evbuf.n)) {
+			snprintf(err, errlen, "cannot write the output");
+			return -1;
+		}
+	} while (!hp_decode_done(d, &rec));
 	if ((uint32_t)n != nevents) {
 		snprintf(err, errlen, "corrupt events record (%ld events where %u were written)", n, nevents);
 		return -1;
 	}
 	a->events += (uint64_t)n;
 	si->events += (uint64_t)n;
-	if (hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n)) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
 	hp_profile_reached(&a->prof, stream, d->tick);
-	if (ps->on_events && ps->on_events(ps->arg, a, stream, ps->evbuf.ev, ps->evbuf.n)) {
-		snprintf(err, errlen, "cannot write the output");
-		return -1;
-	}
 	return 0;
 }
 
-static int read_all(struct pass *ps, struct hp_reader *r, char *err, size_t errlen)
+static int read_all(struct pass *ps, struct hp_reader *r, int flags, char *err, size_t errlen)
 {
 	uint32_t type, size;
 	const uint8_t *payload;
@@ -102,6 +106,10 @@ static int read_all(struct pass *ps, struct hp_reader *r, char *err, size_t errl
 			return -1;
 		if (type == HP_REC_END)
 			break;
+	}
+	if (rc < 0 && (flags & HP_ANALYZE_ALLOW_PARTIAL) && hp_reader_cut_at(r)) {
+		ps->a->cut_at = hp_reader_cut_at(r);
+		return 0;
 	}
 	return rc < 0 ? -1 : 0;
 }
@@ -171,7 +179,7 @@ int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	struct pass ps = { .a = a, .on_events = on_events, .arg = arg };
 	/* Its failure is the main pass's to report, at the same record. */
 	hp_trace_read_module_map(path, &a->info, err, errlen);
-	int rc = read_all(&ps, r, err, errlen);
+	int rc = read_all(&ps, r, flags, err, errlen);
 	if (!rc)
 		rc = finish(a, flags, err, errlen);
 	for (size_t i = 0; i < ps.ndec; i++) {

@@ -28,12 +28,18 @@ struct hp_analysis {
 	 * still open at its end (they never returned), outermost first. */
 	uint64_t *crash_open;
 	size_t ncrash_open;
+	uint64_t cut_at;       /* partial, and the file ends in an incomplete
+				* record at this byte (dropped whole); 0: not */
 };
 
-/* Called for each decoded record, for tools that want the events themselves. */
+/* Called for each decoded record (a record of more than HP_DECODE_PIECE
+ * events: for each piece of it, in order), for tools that want the events
+ * themselves. The record's event count is checked after its last piece. */
 typedef int (*hp_event_fn)(void *arg, const struct hp_analysis *a, uint32_t stream,
 			   const struct hp_ev *ev, size_t n);
 
+/* ALLOW_PARTIAL: a trace without END is read, also one whose last record
+ * was cut (every complete record before it is read; cut_at says where). */
 enum { HP_ANALYZE_ALLOW_PARTIAL = 1 };
 
 /* 0, or -1 with a one-line reason naming the file in err; after a failure

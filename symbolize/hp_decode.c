@@ -1,5 +1,10 @@
 /*
  * hp_decode.c - decoder of the event stream (docs/format.md, hp_format.h).
+ *
+ * What one record costs is bounded: events come out in pieces of at most a
+ * given number (a 0x41 that closes thousands of frames is spread over
+ * pieces too), and an exit of a function that is not open is found so in
+ * O(1) by the per-function counts of open frames, not by scanning the stack.
  */
 #include "hp_decode.h"
 
@@ -8,11 +13,13 @@
 
 #include "hp_format.h"
 
+#define EVENTS_MIN 1024
+
 static int grow_events(struct hp_evbuf *b, size_t need)
 {
 	if (need <= b->cap)
 		return 0;
-	size_t cap = b->cap ? b->cap : 8192;
+	size_t cap = b->cap ? b->cap : EVENTS_MIN;
 	while (cap < need)
 		cap *= 2;
 	struct hp_ev *ev = realloc(b->ev, cap * sizeof(*ev));
@@ -22,6 +29,19 @@ static int grow_events(struct hp_evbuf *b, size_t need)
 	b->cap = cap;
 	return 0;
 }
+
+static inline int emit(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint32_t kind)
+{
+	if (out->n == out->cap && grow_events(out, out->n + 1))
+		return -1;
+	struct hp_ev *e = &out->ev[out->n++];
+	e->tick = tick;
+	e->func = func;
+	e->kind = kind;
+	return 0;
+}
+
+/* ---- the stack ----------------------------------------------------------- */
 
 static int push(struct hp_dec_stream *s, uint32_t func)
 {
@@ -33,13 +53,24 @@ static int push(struct hp_dec_stream *s, uint32_t func)
 		s->stack = stack;
 		s->cap = cap;
 	}
+	if (hp_opencount_add(&s->open, func) < 0)
+		return -1;
 	s->stack[s->depth++] = func;
 	return 0;
+}
+
+static uint32_t pop(struct hp_dec_stream *s)
+{
+	uint32_t func = s->stack[--s->depth];
+	hp_opencount_sub(&s->open, func);
+	return func;
 }
 
 static int define(struct hp_funcs *f, uint64_t addr)
 {
 	if (f->n == f->cap) {
+		if (f->cap >= UINT32_MAX / 2)
+			return -1;
 		uint32_t cap = f->cap ? f->cap * 2 : 1024;
 		uint64_t *a = realloc(f->addr, (size_t)cap * sizeof(*a));
 		if (!a)
@@ -51,56 +82,64 @@ static int define(struct hp_funcs *f, uint64_t addr)
 	return 0;
 }
 
-static void emit(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint32_t kind)
+/* An exit that is not of the top frame: every frame down to the newest of
+ * func closes, as many per piece as fit (drain_unwind). */
+static void exit_other(struct hp_dec_stream *s, uint32_t func)
 {
-	struct hp_ev *e = &out->ev[out->n++];
-	e->tick = tick;
-	e->func = func;
-	e->kind = kind;
+	if (!hp_opencount_get(&s->open, func)) {
+		s->orphan_exits++;
+		return;
+	}
+	s->unwind_to = hp_stack_unwind_to(s->stack, s->depth, func);
+	s->unwinding = 1;
 }
 
-/* An exit that is not of the top frame: close every frame down to it. */
-static int exit_other(struct hp_dec_stream *s, uint32_t func, struct hp_evbuf *out)
+static int drain_unwind(struct hp_dec_stream *s, struct hp_evbuf *out, size_t limit)
 {
-	size_t depth = hp_stack_unwind_to(s->stack, s->depth, func);
-	if (depth == s->depth) {
-		s->orphan_exits++;
-		return 0;
-	}
-	if (grow_events(out, out->n + (s->depth - depth)))
-		return -1;
-	while (s->depth > depth)
-		emit(out, s->tick, s->stack[--s->depth], HP_EV_EXIT);
+	while (s->depth > s->unwind_to && out->n < limit)
+		if (emit(out, s->tick, pop(s), HP_EV_EXIT))
+			return -1;
+	s->unwinding = s->depth > s->unwind_to;
 	return 0;
+}
+
+/* After a gap nothing is known of the open frames. */
+static void reset(struct hp_dec_stream *s)
+{
+	while (s->depth)
+		pop(s);
 }
 
 #define NEED(cond, why) do { if (!(cond)) { reason = why; goto bad; } } while (0)
 
-long hp_decode(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t *p, size_t len,
-	       struct hp_evbuf *out, char *err, size_t errlen)
+/* Appends events of rec to out until out holds limit of them. */
+static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_dec_record *rec,
+			size_t limit, struct hp_evbuf *out, char *err, size_t errlen)
 {
-	const uint8_t *end = p + len, *start = p, *op_at = p;
+	const uint8_t *p = rec->p, *end = rec->end, *op_at = p;
 	const char *reason = "out of memory";
 	uint64_t tick = s->tick, u, v;
 	long recorded = 0;
-	out->n = 0;
-	/* Each byte starts at most one event; unwinds grow the buffer themselves. */
-	if (grow_events(out, len))
-		goto bad;
-	while (p < end) {
+	while (out->n < limit) {
+		if (s->unwinding) {
+			NEED(!drain_unwind(s, out, limit), "out of memory");
+			continue;
+		}
+		if (p == end)
+			break;
 		op_at = p;
 		uint8_t op = *p++;
 		if (op & HP_OP_EXIT_SHORT) {
 			NEED(s->depth, "exit with no open frame");
 			tick += op & 0x7f;
-			emit(out, tick, s->stack[--s->depth], HP_EV_EXIT);
+			NEED(!emit(out, tick, pop(s), HP_EV_EXIT), "out of memory");
 			recorded++;
 		} else if (op < HP_OP_ENTER_SHORT_MAX) {
 			NEED(p = hp_get_uvarint(p, end, &u), "truncated enter");
 			tick += u;
 			NEED(op < f->n, "enter of an undefined function");
 			NEED(!push(s, op), "out of memory");
-			emit(out, tick, op, HP_EV_ENTER);
+			NEED(!emit(out, tick, op, HP_EV_ENTER), "out of memory");
 			recorded++;
 		} else if (op == HP_OP_ENTER_SHORT_MAX || op == HP_OP_ENTER_LONG) {
 			NEED(p = hp_get_uvarint(p, end, &v), "truncated enter");
@@ -108,40 +147,56 @@ long hp_decode(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t *p, si
 			tick += op == HP_OP_ENTER_LONG ? (uint64_t)hp_unzigzag(u) : u;
 			NEED(v < f->n, "enter of an undefined function");
 			NEED(!push(s, (uint32_t)v), "out of memory");
-			emit(out, tick, (uint32_t)v, HP_EV_ENTER);
+			NEED(!emit(out, tick, (uint32_t)v, HP_EV_ENTER), "out of memory");
 			recorded++;
 		} else if (op == HP_OP_EXIT_LONG) {
 			NEED(p = hp_get_uvarint(p, end, &u), "truncated exit");
 			NEED(s->depth, "exit with no open frame");
 			tick += (uint64_t)hp_unzigzag(u);
-			emit(out, tick, s->stack[--s->depth], HP_EV_EXIT);
+			NEED(!emit(out, tick, pop(s), HP_EV_EXIT), "out of memory");
 			recorded++;
 		} else if (op == HP_OP_EXIT_FN) {
 			NEED(p = hp_get_uvarint(p, end, &v), "truncated exit");
 			NEED(p = hp_get_uvarint(p, end, &u), "truncated exit");
 			NEED(v < f->n, "exit of an undefined function");
 			tick += (uint64_t)hp_unzigzag(u);
-			s->tick = tick;
-			NEED(!exit_other(s, (uint32_t)v, out), "out of memory");
+			s->tick = tick; /* the tick of every frame it closes */
+			exit_other(s, (uint32_t)v);
 			recorded++;
 		} else if (op == HP_OP_DEFINE) {
 			NEED(p = hp_get_uvarint(p, end, &u), "truncated function definition");
 			NEED(!define(f, u), "out of memory");
 		} else if (op == HP_OP_RESET) {
-			s->depth = 0;
+			reset(s);
 			tick = 0;
-			emit(out, 0, 0, HP_EV_RESET);
+			NEED(!emit(out, 0, 0, HP_EV_RESET), "out of memory");
 		} else {
 			NEED(0, "unknown event code");
 		}
 	}
+	rec->p = p;
 	s->tick = tick;
 	return recorded;
 bad:
 	/* Where the entry that failed begins: p may be NULL after a bad varint. */
 	snprintf(err, errlen, "corrupt event data (%s at byte %ld of a record)", reason,
-		 (long)(op_at - start));
+		 (long)(op_at - rec->start));
 	return -1;
+}
+
+long hp_decode_piece(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_dec_record *rec,
+		     size_t max, struct hp_evbuf *out, char *err, size_t errlen)
+{
+	out->n = 0;
+	return decode_into(f, s, rec, max, out, err, errlen);
+}
+
+long hp_decode(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t *p, size_t len,
+	       struct hp_evbuf *out, char *err, size_t errlen)
+{
+	struct hp_dec_record rec = hp_dec_record_of(p, len);
+	out->n = 0;
+	return decode_into(f, s, &rec, SIZE_MAX, out, err, errlen);
 }
 
 void hp_funcs_free(struct hp_funcs *f)
@@ -153,6 +208,7 @@ void hp_funcs_free(struct hp_funcs *f)
 void hp_dec_stream_free(struct hp_dec_stream *s)
 {
 	free(s->stack);
+	hp_opencount_free(&s->open);
 	*s = (struct hp_dec_stream){ 0 };
 }
 

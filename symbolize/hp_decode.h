@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hp_opencount.h"
+
 /* The trace's function dictionary: index -> address. */
 struct hp_funcs {
 	uint64_t *addr;
@@ -20,6 +22,12 @@ struct hp_dec_stream {
 	size_t depth, cap;
 	uint64_t tick;
 	uint64_t orphan_exits; /* exits of frames entered before the stream began */
+	/* Open frames per function: a 0x41 exit of a function not on the
+	 * stack costs O(1), not a scan of the stack. */
+	struct hp_opencount open;
+	/* A 0x41 whose frames are still being closed, down to this depth. */
+	size_t unwind_to;
+	int unwinding;
 };
 
 enum hp_ev_kind { HP_EV_ENTER, HP_EV_EXIT, HP_EV_RESET };
@@ -39,6 +47,31 @@ struct hp_evbuf {
  * number of events the writer recorded in them, or -1 with a reason in err. */
 long hp_decode(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t *p, size_t len,
 	       struct hp_evbuf *out, char *err, size_t errlen);
+
+/* Where the decoding of one record stands, for decoding it in pieces. */
+struct hp_dec_record {
+	const uint8_t *start, *p, *end;
+};
+
+/* Events per piece: what one record costs the reader, however many events
+ * it holds (a 0x41 can close any number of frames). */
+#define HP_DECODE_PIECE 65536u
+
+static inline struct hp_dec_record hp_dec_record_of(const uint8_t *p, size_t len)
+{
+	return (struct hp_dec_record){ p, p, p + len };
+}
+
+/* Decodes the next events of rec, at most max, replacing out's contents;
+ * the rest waits for the next call. Returns the events the writer recorded
+ * in the bytes consumed, or -1 with a reason in err. */
+long hp_decode_piece(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_dec_record *rec,
+		     size_t max, struct hp_evbuf *out, char *err, size_t errlen);
+/* Nothing of rec is left to decode. */
+static inline int hp_decode_done(const struct hp_dec_stream *s, const struct hp_dec_record *rec)
+{
+	return rec->p == rec->end && !s->unwinding;
+}
 
 void hp_funcs_free(struct hp_funcs *f);
 void hp_dec_stream_free(struct hp_dec_stream *s);

@@ -2,10 +2,11 @@
  * hp_profile.c - flat profile aggregation.
  *
  * "Is this the outermost frame of its function?" needs the number of open
- * frames per function in the stream being read. Records of different
- * streams interleave in a trace, so the counts are kept for one stream at a
- * time and rebuilt from the stacks when the stream changes, which costs the
- * depths of the two stacks once per record rather than a lookup per event.
+ * frames per function in the frame's stream. Each stream keeps its own
+ * counts (hp_opencount): records of different streams interleave in a
+ * trace, and rebuilding one shared table from the stacks at each change of
+ * stream, as an earlier version did, cost the depth of the stacks per
+ * record, which a crafted file of many small records made quadratic.
  */
 #include "hp_profile.h"
 
@@ -26,14 +27,10 @@ static int grow_funcs(struct hp_profile *p, size_t nfuncs)
 	while (n < nfuncs)
 		n *= 2;
 	struct hp_fstat *f = realloc(p->f, n * sizeof(*f));
-	uint32_t *active = f ? realloc(p->active, n * sizeof(*active)) : NULL;
-	if (f)
-		p->f = f;
-	if (!active)
+	if (!f)
 		return -1;
-	p->active = active;
+	p->f = f;
 	memset(f + p->nf, 0, (n - p->nf) * sizeof(*f));
-	memset(active + p->nf, 0, (n - p->nf) * sizeof(*active));
 	for (size_t i = p->nf; i < n; i++)
 		f[i].min = UINT64_MAX;
 	p->nf = n;
@@ -54,25 +51,7 @@ static struct hp_pstream *get_stream(struct hp_profile *p, uint32_t stream)
 	return &p->streams[stream];
 }
 
-static void count_active(struct hp_profile *p, uint32_t stream, int sign)
-{
-	if (stream >= p->nstreams)
-		return;
-	struct hp_pstream *s = &p->streams[stream];
-	for (size_t i = 0; i < s->depth; i++)
-		p->active[s->frames[i].func] += (uint32_t)sign;
-}
-
-static void switch_stream(struct hp_profile *p, uint32_t stream)
-{
-	if (stream == p->current)
-		return;
-	count_active(p, p->current, -1);
-	count_active(p, stream, +1);
-	p->current = stream;
-}
-
-static int push_frame(struct hp_profile *p, struct hp_pstream *s, const struct hp_ev *e)
+static int push_frame(struct hp_pstream *s, const struct hp_ev *e)
 {
 	if (s->depth == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256;
@@ -82,11 +61,14 @@ static int push_frame(struct hp_profile *p, struct hp_pstream *s, const struct h
 		s->frames = fr;
 		s->cap = cap;
 	}
+	int64_t open = hp_opencount_add(&s->open, e->func);
+	if (open < 0)
+		return -1;
 	struct hp_frame *fr = &s->frames[s->depth++];
 	fr->start = e->tick;
 	fr->child = 0;
 	fr->func = e->func;
-	fr->outermost = p->active[e->func]++ == 0;
+	fr->outermost = open == 0;
 	return 0;
 }
 
@@ -103,16 +85,16 @@ static void pop_frame(struct hp_profile *p, struct hp_pstream *s, uint64_t tick)
 		f->min = dur;
 	if (dur > f->max)
 		f->max = dur;
-	p->active[fr->func]--;
+	hp_opencount_sub(&s->open, fr->func);
 	if (s->depth)
 		s->frames[s->depth - 1].child += dur;
 }
 
 /* After a gap nothing is known of the open frames: they are dropped. */
-static void drop_frames(struct hp_profile *p, struct hp_pstream *s)
+static void drop_frames(struct hp_pstream *s)
 {
 	while (s->depth)
-		p->active[s->frames[--s->depth].func]--;
+		hp_opencount_sub(&s->open, s->frames[--s->depth].func);
 }
 
 int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n,
@@ -121,20 +103,19 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 	struct hp_pstream *s = get_stream(p, stream);
 	if (!s || grow_funcs(p, nfuncs))
 		return -1;
-	switch_stream(p, stream);
 	for (size_t i = 0; i < n; i++) {
 		const struct hp_ev *e = &ev[i];
 		if (e->kind == HP_EV_EXIT) {
 			pop_frame(p, s, e->tick);
 		} else if (e->kind == HP_EV_ENTER) {
-			if (push_frame(p, s, e))
+			if (push_frame(s, e))
 				return -1;
 			if (!s->started) {
 				s->started = 1;
 				s->last_tick = e->tick;
 			}
 		} else {
-			drop_frames(p, s);
+			drop_frames(s);
 			continue;
 		}
 		s->last_tick = e->tick;
@@ -154,7 +135,6 @@ void hp_profile_finish(struct hp_profile *p)
 {
 	for (uint32_t i = 0; i < p->nstreams; i++) {
 		struct hp_pstream *s = &p->streams[i];
-		switch_stream(p, i);
 		while (s->depth)
 			pop_frame(p, s, s->last_tick);
 	}
@@ -162,10 +142,11 @@ void hp_profile_finish(struct hp_profile *p)
 
 void hp_profile_free(struct hp_profile *p)
 {
-	for (size_t i = 0; i < p->nstreams; i++)
+	for (size_t i = 0; i < p->nstreams; i++) {
 		free(p->streams[i].frames);
+		hp_opencount_free(&p->streams[i].open);
+	}
 	free(p->streams);
 	free(p->f);
-	free(p->active);
 	memset(p, 0, sizeof(*p));
 }

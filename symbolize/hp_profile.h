@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "hp_decode.h"
+#include "hp_opencount.h"
 
 struct hp_fstat {
 	uint64_t calls;
@@ -31,15 +32,14 @@ struct hp_pstream {
 	uint64_t last_tick;
 	uint64_t events;
 	int started;
+	struct hp_opencount open; /* open frames per function */
 };
 
 struct hp_profile {
 	struct hp_fstat *f;
-	uint32_t *active; /* open frames per function, of the current stream */
 	size_t nf;
 	struct hp_pstream *streams;
 	size_t nstreams;
-	uint32_t current;
 };
 
 int hp_profile_init(struct hp_profile *p);

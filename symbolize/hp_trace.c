@@ -10,7 +10,7 @@
 
 #include "hp_format.h"
 
-#define READ_CHUNK (1u << 20)
+#define READ_MIN (64u << 10)
 
 struct hp_reader {
 	FILE *f;
@@ -19,6 +19,7 @@ struct hp_reader {
 	size_t cap;
 	uint64_t offset; /* of the next record */
 	uint64_t size;   /* of the file */
+	uint64_t cut_at; /* where an incomplete last record begins; 0: none */
 };
 
 static int fail(char *err, size_t errlen, const char *path, const char *what)
@@ -89,11 +90,14 @@ bad:
 	return NULL;
 }
 
+/* Always a buffer, even for an empty payload: callers get a pointer. */
 static int grow(struct hp_reader *r, size_t need)
 {
-	if (need <= r->cap)
+	if (r->buf && need <= r->cap)
 		return 0;
-	size_t cap = need < READ_CHUNK ? READ_CHUNK : need;
+	size_t cap = r->cap ? r->cap : READ_MIN;
+	while (cap < need)
+		cap *= 2;
 	uint8_t *buf = realloc(r->buf, cap);
 	if (!buf)
 		return -1;
@@ -111,6 +115,7 @@ int hp_reader_next(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
 		return 0;
 	char what[128];
 	if (got != sizeof(h)) {
+		r->cut_at = r->offset;
 		snprintf(what, sizeof(what), "truncated trace (record header at byte %llu)",
 			 (unsigned long long)r->offset);
 		return fail(err, errlen, r->path, what);
@@ -118,6 +123,10 @@ int hp_reader_next(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
 	*type = hp_rd32(h);
 	*size = hp_rd32(h + 4);
 	if (*size > HP_RECORD_MAX || r->offset + HP_RECORD_HEADER_SIZE + *size > r->size) {
+		/* A size no writer writes is corruption; one that fits the format
+		 * but not the file is a write that was cut (kill -9, a full disk). */
+		if (*size <= HP_RECORD_MAX)
+			r->cut_at = r->offset;
 		snprintf(what, sizeof(what), "truncated or corrupt trace (record at byte %llu runs past the end)",
 			 (unsigned long long)r->offset);
 		return fail(err, errlen, r->path, what);
@@ -182,6 +191,15 @@ static char *take_string(struct cursor *c)
 	return copy;
 }
 
+static void free_argv(struct hp_trace_info *info)
+{
+	for (uint32_t i = 0; info->argv && i < info->argc; i++)
+		free(info->argv[i]);
+	free(info->argv);
+	info->argv = NULL;
+	info->argc = 0;
+}
+
 static int parse_process(struct hp_trace_info *info, struct cursor *c)
 {
 	info->pid = take32(c);
@@ -189,6 +207,8 @@ static int parse_process(struct hp_trace_info *info, struct cursor *c)
 	info->start_realtime_ns = take64(c);
 	info->flags = take32(c);
 	uint32_t argc = take32(c);
+	/* A second PROCESS record replaces the first: nothing of it may stay. */
+	free_argv(info);
 	free(info->exe);
 	info->exe = take_string(c);
 	if (c->bad || argc > (size_t)(c->end - c->p) / 4)
@@ -447,7 +467,9 @@ static int read_module_records(struct hp_reader *r, struct hp_trace_info *map, c
 		    hp_trace_info_add(map, type, payload, size, err, errlen))
 			return -1;
 	}
-	return rc;
+	/* A cut last record (kill -9, a full disk): the map before it is
+	 * whole, and the main pass decides whether a cut trace is read. */
+	return rc < 0 && hp_reader_cut_at(r) ? 0 : rc;
 }
 
 int hp_trace_read_module_map(const char *path, struct hp_trace_info *info, char *err,
@@ -484,6 +506,8 @@ uint32_t hp_trace_stream_limit(uint64_t size)
 }
 
 uint64_t hp_reader_size(const struct hp_reader *r) { return r->size; }
+
+uint64_t hp_reader_cut_at(const struct hp_reader *r) { return r->cut_at; }
 
 struct hp_stream_info *hp_trace_stream(struct hp_trace_info *info, uint32_t stream)
 {
@@ -627,9 +651,7 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 
 void hp_trace_info_free(struct hp_trace_info *info)
 {
-	for (uint32_t i = 0; info->argv && i < info->argc; i++)
-		free(info->argv[i]);
-	free(info->argv);
+	free_argv(info);
 	free(info->exe);
 	free(info->parent_trace);
 	free_modules(info);

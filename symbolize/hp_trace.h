@@ -126,6 +126,10 @@ int hp_reader_next(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
 		   uint32_t *size, char *err, size_t errlen);
 void hp_reader_close(struct hp_reader *r);
 uint64_t hp_reader_size(const struct hp_reader *r);
+/* After hp_reader_next failed: where the file was cut, if it failed on an
+ * incomplete last record (its header, or a payload of a valid size running
+ * past the end); 0 if it failed otherwise. Every record before was whole. */
+uint64_t hp_reader_cut_at(const struct hp_reader *r);
 
 /* Folds a non-EVENTS record into info. 0, or -1 with a reason. */
 int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *payload,

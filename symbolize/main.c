@@ -52,7 +52,8 @@ static const char usage_text[] =
 	"      --format=table|csv    (default table)\n"
 	"      --sort=self|total|calls|avg|max|name  (default self)\n"
 	"      --limit=N             print the first N functions only\n"
-	"      --partial             report a trace that has no end record\n"
+	"      --partial             report a trace that has no end record, also one cut in the\n"
+	"                            middle of a record (read up to there; stderr says where)\n"
 	"  info TRACE               what the trace holds: program, clock, threads and their root\n"
 	"                           stacks, modules, losses, and the backtrace of a fatal signal\n"
 	"  dump [--partial] TRACE   every event: thread, time, enter or exit, function\n"
@@ -468,6 +469,18 @@ static int has_stacks(const struct hp_trace_info *in)
 	return 0;
 }
 
+/* ---- a trace cut short ------------------------------------------------- */
+
+/* --partial read a trace whose last record was cut (kill -9 in the middle of
+ * a write, a full disk): everything before it is in the output. */
+static void warn_cut(FILE *out, const struct hp_analysis *a)
+{
+	if (a->cut_at)
+		fprintf(out, "hookprof: warning: %s: trace cut at byte %llu (an incomplete record, "
+			     "left out); every record before it was read\n",
+			a->path, (unsigned long long)a->cut_at);
+}
+
 /* ---- report ---------------------------------------------------------- */
 
 /* The newest *.hookprof in the working directory. */
@@ -551,11 +564,16 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 	char err[ERRLEN];
 	int rc = 0;
 	/* Headers wait until every trace has been read: a bad one prints nothing. */
-	char *headers = NULL;
-	size_t headers_len = 0;
+	char *headers = NULL, *cuts = NULL;
+	size_t headers_len = 0, cuts_len = 0;
 	FILE *hdr = open_memstream(&headers, &headers_len);
-	if (!hdr)
+	FILE *cut = hdr ? open_memstream(&cuts, &cuts_len) : NULL;
+	if (!cut) {
+		if (hdr)
+			fclose(hdr);
+		free(headers);
 		return print_error("out of memory");
+	}
 	for (int i = 0; i < n && !rc; i++) {
 		struct hp_analysis a;
 		rc = hp_analyze(paths[i], o->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0, NULL, NULL, &a,
@@ -565,15 +583,21 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 		if (!rc && !o->csv && a.info.crash.present)
 			rc = report_crash(hdr, &a, err, sizeof(err));
 		if (!rc)
+			warn_cut(cut, &a);
+		if (!rc)
 			rc = hp_rows_add(&rows, &a, err, sizeof(err));
 		hp_analysis_free(&a);
 	}
 	fclose(hdr);
+	fclose(cut);
 	if (rc) {
 		free(headers);
+		free(cuts);
 		hp_rows_free(&rows);
 		return print_error(err);
 	}
+	fputs(cuts, stderr);
+	free(cuts);
 	fwrite(headers, 1, headers_len, stdout);
 	free(headers);
 	if (hp_rows_finish(&rows, o->sort)) {
@@ -800,7 +824,11 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 	printf("duration: %.6f s\n", in->nclocks >= 2 ? (double)(in->clock_ns[1] - in->clock_ns[0]) / 1e9 : 0);
 	printf("events:   %llu (%u functions)\n", (unsigned long long)a->events, a->funcs.n);
 	printf("lost:     %llu outside threads\n", (unsigned long long)in->lost_global);
-	printf("complete: %s\n", in->has_end ? "yes" : "no (no end record)");
+	if (a->cut_at)
+		printf("complete: no (cut at byte %llu: an incomplete record, left out)\n",
+		       (unsigned long long)a->cut_at);
+	else
+		printf("complete: %s\n", in->has_end ? "yes" : "no (no end record)");
 	printf("threads (root: the first function and its callers, from STACK records):\n");
 	for (size_t i = 0; i < in->nstreams; i++) {
 		if (in->streams[i].seen)
@@ -921,6 +949,7 @@ static int cmd_dump(int argc, char **argv)
 		hp_rows_free(&d.names);
 		return print_error(err);
 	}
+	warn_cut(stderr, &a);
 	hp_analysis_free(&a);
 	if (fflush(stdout)) {
 		hp_rows_free(&d.names);

@@ -488,6 +488,67 @@ START_TEST(test_callback_per_record)
 }
 END_TEST
 
+/* What the callback saw of a big record: its pieces. */
+struct pieces {
+	size_t calls, events, largest;
+	uint64_t exits_at_jump;
+};
+
+static int on_piece(void *arg, const struct hp_analysis *an, uint32_t stream,
+		    const struct hp_ev *ev, size_t n)
+{
+	struct pieces *p = arg;
+	(void)an;
+	(void)stream;
+	p->calls++;
+	p->events += n;
+	p->largest = n > p->largest ? n : p->largest;
+	for (size_t i = 0; i < n; i++)
+		p->exits_at_jump += ev[i].kind == HP_EV_EXIT && ev[i].tick == 300001;
+	return 0;
+}
+
+START_TEST(test_big_record_in_pieces)
+{
+	/* one record of 300000 enters, a 0x41 closing them all, then 100000
+	 * calls: 800000 events handed out in pieces of at most HP_DECODE_PIECE,
+	 * in order, and the profile has them all */
+	enum { DEPTH = 300000, CALLS = 100000 };
+	struct tk_bytes ev = { 0 };
+	static const uint8_t def[] = { 0x43, 0x80, 0x20, 0x43, 0x90, 0x20 };
+	tk_put(&ev, def, sizeof(def));
+	tk_put8(&ev, 0x01);
+	tk_put8(&ev, 0x01);
+	for (int i = 1; i < DEPTH; i++) {
+		tk_put8(&ev, 0x00);
+		tk_put8(&ev, 0x01);
+	}
+	static const uint8_t jump[] = { 0x41, 0x01, 0x02 }; /* exit 1, +1: @300001 */
+	tk_put(&ev, jump, sizeof(jump));
+	for (int i = 0; i < CALLS; i++) {
+		static const uint8_t call[] = { 0x00, 0x01, 0x81 };
+		tk_put(&ev, call, sizeof(call));
+	}
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_MONOTONIC);
+	tk_clock_rec(&file, 0, 0);
+	tk_thread_rec(&file, 0, 1, "t");
+	tk_events_rec(&file, 0, DEPTH + 1 + 2 * CALLS, ev.p, ev.n);
+	tk_end_rec(&file, DEPTH + 1 + 2 * CALLS, 0, 1);
+	free(ev.p);
+	struct pieces p = { 0 };
+	analyze_ok(0, on_piece, &p);
+	ck_assert_uint_eq(p.events, 2 * DEPTH + 2 * CALLS);
+	ck_assert_uint_le(p.largest, HP_DECODE_PIECE);
+	ck_assert_uint_ge(p.calls, (2 * DEPTH + 2 * CALLS) / HP_DECODE_PIECE);
+	ck_assert_uint_eq(p.exits_at_jump, DEPTH);
+	ck_assert_uint_eq(a.events, DEPTH + 1 + 2 * CALLS);
+	ck_assert_uint_eq(fn(0, 0x1000)->calls, DEPTH - 1 + CALLS);
+	ck_assert_uint_eq(fn(1, 0x1010)->calls, 1);
+	ck_assert_uint_eq(fn(1, 0x1010)->total, 300001 - 1);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- limits */
 
 START_TEST(test_callback_failure_stops)
@@ -609,6 +670,7 @@ static Suite *analyze_suite(void)
 	tcase_add_checked_fixture(limits, setup, teardown);
 	tcase_set_timeout(limits, 20);
 	tcase_add_test(limits, test_callback_failure_stops);
+	tcase_add_test(limits, test_big_record_in_pieces);
 	tcase_add_test(limits, test_events_of_no_stream);
 	tcase_add_test(limits, test_orphan_exit_is_the_last_tick);
 	tcase_add_test(limits, test_events_not_kept);

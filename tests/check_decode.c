@@ -732,6 +732,103 @@ START_TEST(test_unwind_more_events_than_bytes)
 }
 END_TEST
 
+START_TEST(test_unwind_mid_record)
+{
+	/* a 0x41 closing 20000 frames at the start of a record that goes on
+	 * with 7000 calls: 34000 events out of 21003 bytes, more than the
+	 * buffer the unwind alone needs. An overflow need not crash here:
+	 * the buffer must hold what it was given. */
+	enum { DEPTH = 20000, CALLS = 7000 };
+	define_upto(2);
+	BYTES(&b, 0x01, 0x01);
+	for (int i = 1; i < DEPTH; i++)
+		BYTES(&b, 0x00, 0x01);
+	ck_assert_int_eq(ok_bb(), DEPTH);
+	hp_evbuf_free(&evb); /* as sized for this record only */
+	BYTES(&b, 0x41, 0x01, 0x02); /* exit 1, +1: @DEPTH+1 */
+	for (int i = 0; i < CALLS; i++)
+		BYTES(&b, 0x00, 0x01, 0x81); /* 0 for one tick, one tick apart */
+	ck_assert_int_eq(ok_bb(), 1 + 2 * CALLS);
+	ck_assert_uint_eq(evb.n, DEPTH + 2 * CALLS);
+	ck_assert_uint_ge(evb.cap, evb.n);
+	for (size_t i = 0; i < DEPTH; i++)
+		ck_assert(evb.ev[i].kind == HP_EV_EXIT && evb.ev[i].tick == DEPTH + 1);
+	for (size_t i = 0; i < CALLS; i++) {
+		uint64_t t = DEPTH + 1 + 2 * (uint64_t)i;
+		assert_ev(DEPTH + 2 * i, HP_EV_ENTER, 0, t + 1);
+		assert_ev(DEPTH + 2 * i + 1, HP_EV_EXIT, 0, t + 2);
+	}
+	ck_assert_uint_eq(dec.depth, 0);
+}
+END_TEST
+
+START_TEST(test_pieces_bounded)
+{
+	/* the same record decoded whole and in pieces of 100 events: the same
+	 * events in the same order, the unwind of 20000 frames spread over
+	 * pieces, the buffer never above the smallest it grows to */
+	enum { DEPTH = 20000, CALLS = 7000, PIECE = 100 };
+	define_upto(2);
+	struct tk_bytes rec = { 0 };
+	BYTES(&rec, 0x01, 0x01);
+	for (int i = 1; i < DEPTH; i++)
+		BYTES(&rec, 0x00, 0x01);
+	BYTES(&rec, 0x43, 0x07, 0x41, 0x01, 0x02); /* a definition, then the unwind */
+	for (int i = 0; i < CALLS; i++)
+		BYTES(&rec, 0x00, 0x01, 0x81);
+	BYTES(&rec, 0x44, 0x02, 0x05, 0x41, 0x02, 0x02); /* reset, enter 2, exit of 2 */
+	ck_assert_int_eq(ok(rec.p, rec.n), DEPTH + 1 + 2 * CALLS + 2);
+	struct hp_evbuf whole = evb;
+	memset(&evb, 0, sizeof(evb));
+	hp_dec_stream_free(&dec);
+	funcs.n = 2;
+
+	struct hp_dec_record r = hp_dec_record_of(rec.p, rec.n);
+	size_t at = 0;
+	long recorded = 0;
+	int pieces = 0;
+	do {
+		long n = hp_decode_piece(&funcs, &dec, &r, PIECE, &evb, err, sizeof(err));
+		ck_assert_msg(n >= 0, "%s", err);
+		ck_assert_uint_le(evb.n, PIECE);
+		ck_assert_uint_le(evb.cap, 1024);
+		ck_assert_uint_le(at + evb.n, whole.n);
+		ck_assert(!memcmp(evb.ev, whole.ev + at, evb.n * sizeof(*evb.ev)));
+		at += evb.n;
+		recorded += n;
+		pieces++;
+	} while (!hp_decode_done(&dec, &r));
+	ck_assert_uint_eq(at, whole.n);
+	ck_assert_int_eq(recorded, DEPTH + 1 + 2 * CALLS + 2);
+	ck_assert_int_ge(pieces, (int)(whole.n / PIECE));
+	ck_assert_uint_eq(dec.depth, 0);
+	ck_assert_uint_eq(funcs.n, 3);
+	hp_evbuf_free(&whole);
+	free(rec.p);
+}
+END_TEST
+
+START_TEST(test_orphan_exits_deep_stack)
+{
+	/* 500000 frames of 0, then a million exits of 1, which is not open:
+	 * each is an event that closes nothing, found so without a scan of
+	 * the stack (a scan each took minutes here: the Check timeout fails
+	 * it). Then an exit of 0 closes the newest frame only. */
+	enum { DEPTH = 500000, ORPHANS = 1000000 };
+	define_upto(2);
+	for (int i = 0; i < DEPTH; i++)
+		BYTES(&b, 0x00, 0x01);
+	for (int i = 0; i < ORPHANS; i++)
+		BYTES(&b, 0x41, 0x01, 0x02);
+	BYTES(&b, 0x41, 0x00, 0x02);
+	ck_assert_int_eq(ok_bb(), DEPTH + ORPHANS + 1);
+	ck_assert_uint_eq(dec.orphan_exits, ORPHANS);
+	ck_assert_uint_eq(dec.depth, DEPTH - 1);
+	ck_assert_uint_eq(evb.n, DEPTH + 1);
+	assert_ev(DEPTH, HP_EV_EXIT, 0, DEPTH + ORPHANS + 1);
+}
+END_TEST
+
 START_TEST(test_resets_only)
 {
 	/* a record of nothing but resets: one reset each, no event counted */
@@ -773,6 +870,9 @@ static Suite *decode_suite(void)
 	tcase_add_test(limits, test_error_offset_truncated);
 	tcase_add_test(limits, test_error_offset_overlong);
 	tcase_add_test(limits, test_unwind_more_events_than_bytes);
+	tcase_add_test(limits, test_unwind_mid_record);
+	tcase_add_test(limits, test_pieces_bounded);
+	tcase_add_test(limits, test_orphan_exits_deep_stack);
 	tcase_add_test(limits, test_resets_only);
 	suite_add_tcase(s, limits);
 	return s;

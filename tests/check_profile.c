@@ -273,6 +273,30 @@ START_TEST(test_many_streams)
 }
 END_TEST
 
+START_TEST(test_stream_switches_deep)
+{
+	/* a stack 300000 deep in stream 0, then a million records of no events
+	 * alternating with stream 1: a change of stream costs nothing (it
+	 * cost the depth of the stacks, here for minutes: the Check timeout
+	 * fails it), and the counts stay per stream */
+	enum { DEPTH = 300000, SWITCHES = 1000000 };
+	struct hp_ev *ev = calloc(DEPTH, sizeof(*ev));
+	for (uint32_t i = 0; i < DEPTH; i++)
+		ev[i] = (struct hp_ev)EN(A, i);
+	feed(0, ev, DEPTH);
+	for (uint32_t i = 0; i < SWITCHES; i++)
+		feed(i & 1, ev, 0);
+	static const struct hp_ev b_in_1[] = { EN(A, 5), EX(A, 7) };
+	feed(1, b_in_1, N(b_in_1)); /* outermost in stream 1: its total counts */
+	hp_profile_finish(&prof);
+	/* stream 0's frames close at its last tick DEPTH - 1: only the
+	 * outermost's DEPTH - 1 goes to the total */
+	ck_assert_uint_eq(prof.f[A].calls, DEPTH + 1);
+	ck_assert_uint_eq(prof.f[A].total, DEPTH - 1 + 2);
+	free(ev);
+}
+END_TEST
+
 static Suite *profile_suite(void)
 {
 	Suite *s = suite_create("profile");
@@ -296,6 +320,8 @@ static Suite *profile_suite(void)
 	tcase_add_test(limits, test_functions_grow);
 	tcase_add_test(limits, test_deep_recursion);
 	tcase_add_test(limits, test_many_streams);
+	tcase_add_test(limits, test_stream_switches_deep);
+	tcase_set_timeout(limits, 20);
 	suite_add_tcase(s, limits);
 	return s;
 }

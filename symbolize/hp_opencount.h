@@ -1,0 +1,66 @@
+/*
+ * hp_opencount.h - open frames per function in one stream: a hash table
+ * from function index to count. It answers "is f open in this stream, and
+ * how often" in O(1) whatever the depth of the stack, for the decoder (an
+ * exit of a function that is not open) and the profile (is this frame the
+ * outermost of its function). Its multiplier is chosen at random so that a
+ * crafted file cannot make it probe long; it holds the functions open now,
+ * not every function ever entered.
+ */
+#ifndef HP_OPENCOUNT_H
+#define HP_OPENCOUNT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hp_open_slot {
+	uint32_t key; /* function index + 1; 0: an empty slot */
+	uint32_t n;
+};
+
+struct hp_opencount {
+	struct hp_open_slot *slot;
+	size_t cap, used;
+	uint64_t mul;
+	unsigned shift;
+};
+
+/* Makes room for one more function; 0, or -1 out of memory. */
+int hp_opencount_rehash(struct hp_opencount *t);
+void hp_opencount_free(struct hp_opencount *t);
+
+/* Inline: every enter and exit of a trace comes here, twice. */
+static inline size_t hp_opencount_slot(const struct hp_opencount *t, uint32_t key)
+{
+	size_t i = (size_t)((key * t->mul) >> t->shift);
+	while (t->slot[i].key && t->slot[i].key != key)
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+/* Open frames of func; 0 for a function never seen. */
+static inline uint32_t hp_opencount_get(const struct hp_opencount *t, uint32_t func)
+{
+	return t->cap ? t->slot[hp_opencount_slot(t, func + 1)].n : 0;
+}
+
+/* One more open frame of func: the number open before, or -1 out of memory. */
+static inline int64_t hp_opencount_add(struct hp_opencount *t, uint32_t func)
+{
+	if (2 * (t->used + 1) > t->cap && hp_opencount_rehash(t))
+		return -1;
+	struct hp_open_slot *s = &t->slot[hp_opencount_slot(t, func + 1)];
+	if (!s->key) {
+		s->key = func + 1;
+		t->used++;
+	}
+	return s->n++;
+}
+
+/* One frame of func closed; func must be open. */
+static inline void hp_opencount_sub(struct hp_opencount *t, uint32_t func)
+{
+	t->slot[hp_opencount_slot(t, func + 1)].n--;
+}
+
+#endif
