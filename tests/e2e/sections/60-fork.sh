@@ -165,8 +165,10 @@ check "$label: --per-process: each child's ft_child row says 200 calls" "$(grep 
 
 # ---- raw forks ---------------------------------------------------------------
 
+RAW_FORK_TSAN="TSan sees no fork there: the parent's writer thread is still in its books, and the child's re-initialised locks race with it"
 for clock in tsc monotonic; do
 	label="syscall(SYS_fork) child recording 20000 events, HOOKPROF_CLOCK=$clock"
+	skipped_under thread -- "$label" "$RAW_FORK_TSAN" && continue
 	fork_run preload "rawforkchunks-$clock" rawforkchunks HOOKPROF_CLOCK=$clock
 	check_run "$label" preload 0 "rawforkchunks child exit 0"
 	if report "$label: the parent's trace" "$TRACE"; then
@@ -183,6 +185,7 @@ done
 
 for how in syscall _Fork; do
 	label="child of raw fork ($how) calling exit(3): its own trace"
+	skipped_under thread -- "$label" "$RAW_FORK_TSAN" && continue
 	fork_run preload "rawfork-child-$how" rawfork -- $how
 	check_run "$label" preload 0 "rawfork child exit 3"
 	if report "$label" "$TRACE.1"; then
