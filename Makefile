@@ -100,8 +100,10 @@ TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
 # installing its own, which writes the trace of a crashing program.
 ASAN_ENV := ASAN_OPTIONS=verify_asan_link_order=0:handle_segv=0:detect_leaks=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# handle_segv=0: as for ASan.
-TSAN_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp:handle_segv=0:exitcode=66:second_deadlock_stack=1
+# handle_segv=0: as for ASan. die_after_fork=0: a forked child starts a
+# writer thread of its own, by design; TSan refuses any thread started in
+# the child of a multi-threaded parent unless told not to.
+TSAN_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp:handle_segv=0:exitcode=66:second_deadlock_stack=1:die_after_fork=0
 # The unit tests of the modules that run concurrently.
 TSAN_UNITS := buffer writer runtime platform output
 

@@ -314,11 +314,15 @@ void hp_buffer_hold_signals(sigset_t *saved)
  * empty one. */
 static void put_inherited(struct hp_thread *t)
 {
-	if (!inherited.n || inherited.tid != t->tid)
+	/* Relaxed, n and tid: any thread of a parent starting its buffer reads
+	 * them while another one forks (hp_buffer_note_fork writes them). Only
+	 * a child's forking thread, alone there, matches tid and reads ev. */
+	size_t n = __atomic_load_n(&inherited.n, __ATOMIC_RELAXED);
+	if (!n || __atomic_load_n(&inherited.tid, __ATOMIC_RELAXED) != t->tid)
 		return;
-	memcpy(hp_tls.pos, inherited.ev, inherited.n * sizeof(inherited.ev[0]));
-	hp_tls.pos += inherited.n;
-	inherited.n = 0;
+	memcpy(hp_tls.pos, inherited.ev, n * sizeof(inherited.ev[0]));
+	hp_tls.pos += n;
+	__atomic_store_n(&inherited.n, 0, __ATOMIC_RELAXED);
 }
 
 /* first_func: the function of the thread's first event, whose callers
@@ -340,7 +344,8 @@ static struct hp_thread *start_thread(uint64_t first_func)
 
 void hp_buffer_start_self(void)
 {
-	if (hp_tls.thread || hp_tls.busy || hp_tls.retired || !inherited.n)
+	if (hp_tls.thread || hp_tls.busy || hp_tls.retired ||
+	    !__atomic_load_n(&inherited.n, __ATOMIC_RELAXED)) /* relaxed: as in put_inherited */
 		return;
 	hp_tls.busy = 1;
 	if (!start_thread(0))
@@ -765,7 +770,8 @@ void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick)
 {
 	static uint64_t stack[HP_CHUNK_EVENTS];
 	struct hp_thread *t = hp_tls.thread;
-	inherited.n = 0;
+	/* Relaxed, n and tid: other threads read them (put_inherited). */
+	__atomic_store_n(&inherited.n, 0, __ATOMIC_RELAXED);
 	if (!t || hp_tls.busy)
 		return;
 	size_t depth = n < HP_CHUNK_EVENTS ? n : HP_CHUNK_EVENTS;
@@ -779,8 +785,8 @@ void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick)
 	depth = depth < HP_CHUNK_EVENTS ? depth : HP_CHUNK_EVENTS;
 	for (size_t i = 0; i < depth; i++)
 		inherited.ev[i] = (struct hp_raw){ .addr = stack[i], .tick = tick };
-	inherited.n = depth;
-	inherited.tid = 0; /* the child's thread id, set there */
+	__atomic_store_n(&inherited.tid, 0, __ATOMIC_RELAXED); /* the child's thread id, set there */
+	__atomic_store_n(&inherited.n, depth, __ATOMIC_RELAXED);
 }
 
 size_t hp_buffer_keep_since_fork(void)

@@ -27,6 +27,7 @@
 #define FIRST_HOUSEKEEPING_NS 1000000ull
 #define SIGNAL_WAIT_MS 2000
 #define FORK_LOCK_WAIT_MS 2000
+#define START_WAIT_MS 2000
 
 static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hp_dict dict;
@@ -37,6 +38,7 @@ static uint32_t wake_seq;
 static uint32_t sleeping;
 static uint32_t stop;
 static uint32_t done;
+static uint32_t started; /* the writer thread runs writer_main */
 static uint64_t events_written;
 static uint64_t lost_in_threads;
 static uint32_t streams_written;
@@ -304,6 +306,9 @@ void hp_writer_modules_changed(void)
 static void *writer_main(void *arg)
 {
 	(void)arg;
+	/* Release: ASan's start-up of this thread happens before start-up goes on. */
+	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+	hp_futex_wake(&started);
 	prctl(PR_SET_NAME, "hookprof-writer");
 	hp_tls.retired = HP_UNTRACED; /* instrumented code called from here is not ours to trace */
 	uint64_t next_housekeeping = hp_clock_ns() + FIRST_HOUSEKEEPING_NS;
@@ -329,6 +334,18 @@ int hp_writer_init(void)
 	return 0;
 }
 
+/* Under ASan only: gcc 12's ASan allocates in a new thread's start-up
+ * (pthread_getattr_np, before writer_main) and holds no allocator lock
+ * across fork, so a program that forks meanwhile leaves its child a lock
+ * held for ever: the child's first allocation of that size hangs. Once
+ * writer_main runs, the writer thread allocates no more. */
+static void wait_until_started(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+	hp_futex_wait_while(&started, 0, START_WAIT_MS);
+#endif
+}
+
 void hp_writer_start(void)
 {
 	pthread_t th;
@@ -341,9 +358,12 @@ void hp_writer_start(void)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	__atomic_store_n(&threaded, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&started, 0, __ATOMIC_RELAXED);
 	if (pthread_create(&th, &attr, writer_main, NULL)) {
 		__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
 		hp_warn("cannot start the writer thread; buffers are written by the traced threads");
+	} else {
+		wait_until_started();
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);

@@ -326,6 +326,21 @@ static int parse_segments(struct hp_module *m, struct cursor *c)
 	return 0;
 }
 
+/* Room for one more module, grown by doubling: one at a time made a map
+ * of many objects quadratic wherever realloc copies (ASan's always does). */
+static int modules_reserve(struct hp_trace_info *info)
+{
+	if (info->nmodules < info->modules_cap)
+		return 0;
+	size_t cap = info->modules_cap ? info->modules_cap * 2 : 16;
+	struct hp_module *mods = realloc(info->modules, cap * sizeof(*mods));
+	if (!mods)
+		return -1;
+	info->modules = mods;
+	info->modules_cap = cap;
+	return 0;
+}
+
 static int parse_one_module(struct hp_trace_info *info, struct cursor *c)
 {
 	struct hp_module m = { 0 };
@@ -346,14 +361,9 @@ static int parse_one_module(struct hp_trace_info *info, struct cursor *c)
 		free(m.path);
 		return module_listed(info, *slot - 1);
 	}
-	struct hp_module *mods = realloc(info->modules, (info->nmodules + 1) * sizeof(*mods));
-	if (!mods || parse_segments(&m, c)) {
-		if (mods)
-			info->modules = mods;
+	if (modules_reserve(info) || parse_segments(&m, c))
 		goto bad;
-	}
-	info->modules = mods;
-	mods[info->nmodules] = m;
+	info->modules[info->nmodules] = m;
 	*slot = (uint32_t)++info->nmodules;
 	return module_listed(info, *slot - 1);
 bad:
@@ -430,6 +440,7 @@ static void free_modules(struct hp_trace_info *info)
 	free(info->modclock.slot);
 	info->modules = NULL;
 	info->nmodules = 0;
+	info->modules_cap = 0;
 	memset(&info->modclock, 0, sizeof(info->modclock));
 }
 
@@ -488,6 +499,7 @@ int hp_trace_read_module_map(const char *path, struct hp_trace_info *info, char 
 	free_modules(info);
 	info->modules = map.modules;
 	info->nmodules = map.nmodules;
+	info->modules_cap = map.modules_cap;
 	info->modclock = map.modclock;
 	info->modclock.read_ahead = 1;
 	return 0;

@@ -93,6 +93,7 @@ struct hp_trace_info {
 	uint32_t argc;
 	struct hp_module *modules; /* union of every MODULES snapshot */
 	size_t nmodules;
+	size_t modules_cap; /* room allocated for modules */
 	struct hp_module_clock modclock;
 	struct hp_stream_info *streams; /* indexed by stream id */
 	size_t nstreams;

@@ -928,7 +928,15 @@ static Suite *runtime_suite(void)
 	tcase_add_test(limits, test_default_name);
 	tcase_add_test(limits, test_pid_in_name_and_no_clobber);
 	tcase_add_test(limits, test_fork_child_own_trace);
+#ifdef __SANITIZE_THREAD__
+	/* False reports: TSan sees no fork in syscall(SYS_fork), so the
+	 * parent's writer thread stays in its books, and the child's
+	 * re-initialisation races with it (the e2e raw fork runs skip too). */
+	printf("skip - check_runtime test_raw_fork_child_own_trace (under thread: TSan sees no "
+	       "fork there: the parent's writer thread is still in its books)\n");
+#else
 	tcase_add_test(limits, test_raw_fork_child_own_trace);
+#endif
 	tcase_add_test(limits, test_ring_mode_threads);
 	tcase_add_test(limits, test_fatal_signal_writes_trace);
 	tcase_add_test(limits, test_fatal_signal_ring_mode);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,7 +22,7 @@ __attribute__((noinline)) void ex_work(int i)
 
 static void exec_via(const char *how, char *path)
 {
-	char *name = basename(strdup(path));
+	char *copy = strdup(path), *name = basename(copy);
 	char *argv[] = { path, "again", NULL };
 	if (!strcmp(how, "execve"))
 		execve(path, argv, environ);
@@ -42,6 +43,7 @@ static void exec_via(const char *how, char *path)
 		if (fd >= 0)
 			fexecve(fd, argv, environ);
 	}
+	free(copy); /* the exec failed */
 }
 
 int main(int argc, char **argv)

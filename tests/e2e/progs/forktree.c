@@ -18,25 +18,26 @@ static unsigned long busy_calls;
 
 __attribute__((noinline)) void ft_busy(int i)
 {
-	sink += (unsigned long)i;
+	/* beside main's updates: relaxed atomics, no data race for TSan */
+	__atomic_fetch_add(&sink, (unsigned long)i, __ATOMIC_RELAXED);
 }
 
 static void *busy_thread(void *arg)
 {
 	(void)arg;
-	while (!stop)
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
 		ft_busy((int)busy_calls++);
 	return NULL;
 }
 
 __attribute__((noinline)) void ft_parent(int i)
 {
-	sink += (unsigned long)i;
+	__atomic_fetch_add(&sink, (unsigned long)i, __ATOMIC_RELAXED);
 }
 
 __attribute__((noinline)) void ft_child(int i)
 {
-	sink ^= (unsigned long)i;
+	__atomic_fetch_xor(&sink, (unsigned long)i, __ATOMIC_RELAXED);
 }
 
 /* 1 in a child, 0 in the parent, -1 if fork failed. */
@@ -74,7 +75,7 @@ int main(int argc, char **argv)
 		bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 	printf("forktree %d children%s\n", n, bad ? " (some failed)" : "");
 	if (threaded) {
-		stop = 1;
+		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 		pthread_join(busy, NULL);
 		printf("busy %lu\n", busy_calls);
 	}

@@ -11,11 +11,19 @@ build spawnkinds gcc "${IF[@]}" -O1 "$SRC/spawnkinds.c"
 build livethreads gcc "${IF[@]}" -O1 -pthread "$SRC/livethreads.c"
 build shortthreads gcc "${IF[@]}" -O1 -pthread "$SRC/shortthreads.c"
 
+# LeakSanitizer's exit check in a child forked from a multi-threaded parent
+# (the writer thread at least) warns "Running thread N was not suspended"
+# (gcc 12's ASan has no fork interceptor: the parent's threads stay in its
+# books), and can hang on an allocator lock another thread held at the fork.
+# Off ($NO_LSAN, run.sh) for the programs that fork, as for rawfork there.
+
 # fork_run MODE NAME BIN [VAR=VALUE...] [-- ARGS...]: like run_guarded, with
-# a longer limit (the stress runs share a loaded machine).
+# a longer limit (the stress runs share a loaded machine); LSan off for the
+# programs that fork.
 fork_run() {
 	local mode=$1 name=$2 bin=$3 vars=()
 	shift 3
+	case $bin in forktree* | rawfork* | spawnkinds) vars+=("$NO_LSAN") ;; esac
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do
 		vars+=("$1")
 		shift
@@ -38,7 +46,7 @@ fork_record() {
 	DIR=$T/run/$RUNS-$name
 	TREE=$DIR/tree
 	mkdir -p "$DIR"
-	{ (cd "$DIR" && exec timeout 120 "$HP" record -d "$TREE" -- "$B/$bin" "$@" >out 2>err); } 2>/dev/null
+	{ (cd "$DIR" && exec timeout 120 env "$NO_LSAN" "$HP" record -d "$TREE" -- "$B/$bin" "$@" >out 2>err); } 2>/dev/null
 	RC=$?
 }
 
@@ -102,7 +110,7 @@ label="fork() of 3 children, no HOOKPROF_OUTPUT"
 RUNS=$((RUNS + 1))
 DIR=$T/run/$RUNS-forktree-default
 mkdir -p "$DIR"
-{ (cd "$DIR" && exec timeout 60 env LD_PRELOAD="$LIB" "$B/forktree" 3 500 >out 2>err); } 2>/dev/null
+{ (cd "$DIR" && exec timeout 60 env "$NO_LSAN" LD_PRELOAD="$LIB" "$B/forktree" 3 500 >out 2>err); } 2>/dev/null
 RC=$?
 check "$label: exit status 0, nothing on stderr" "status $RC, stderr: $(brief "$DIR/err")" [ "$RC" = 0 -a ! -s "$DIR/err" ]
 check "$label: 4 traces named forktree-PID.hookprof" "files: $(ls "$DIR" | tr '\n' ' ')" \
@@ -116,7 +124,7 @@ label="fork() of 2 children, HOOKPROF_OUTPUT=t-%p.hookprof"
 RUNS=$((RUNS + 1))
 DIR=$T/run/$RUNS-forktree-pid
 mkdir -p "$DIR"
-{ (cd "$DIR" && exec timeout 60 env LD_PRELOAD="$LIB" HOOKPROF_OUTPUT='t-%p.hookprof' "$B/forktree" 2 100 >out 2>err); } 2>/dev/null
+{ (cd "$DIR" && exec timeout 60 env "$NO_LSAN" LD_PRELOAD="$LIB" HOOKPROF_OUTPUT='t-%p.hookprof' "$B/forktree" 2 100 >out 2>err); } 2>/dev/null
 RC=$?
 check "$label: exit status 0, nothing on stderr" "status $RC, stderr: $(brief "$DIR/err")" [ "$RC" = 0 -a ! -s "$DIR/err" ]
 check "$label: 3 traces named t-PID.hookprof" "files: $(ls "$DIR" | tr '\n' ' ')" \
@@ -157,8 +165,10 @@ check "$label: --per-process: each child's ft_child row says 200 calls" "$(grep 
 
 # ---- raw forks ---------------------------------------------------------------
 
+RAW_FORK_TSAN="TSan sees no fork there: the parent's writer thread is still in its books, and the child's re-initialised locks race with it"
 for clock in tsc monotonic; do
 	label="syscall(SYS_fork) child recording 20000 events, HOOKPROF_CLOCK=$clock"
+	skipped_under thread -- "$label" "$RAW_FORK_TSAN" && continue
 	fork_run preload "rawforkchunks-$clock" rawforkchunks HOOKPROF_CLOCK=$clock
 	check_run "$label" preload 0 "rawforkchunks child exit 0"
 	if report "$label: the parent's trace" "$TRACE"; then
@@ -175,6 +185,7 @@ done
 
 for how in syscall _Fork; do
 	label="child of raw fork ($how) calling exit(3): its own trace"
+	skipped_under thread -- "$label" "$RAW_FORK_TSAN" && continue
 	fork_run preload "rawfork-child-$how" rawfork -- $how
 	check_run "$label" preload 0 "rawfork child exit 3"
 	if report "$label" "$TRACE.1"; then
