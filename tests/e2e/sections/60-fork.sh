@@ -132,14 +132,19 @@ check "$label: 3 traces named t-PID.hookprof" "files: $(ls "$DIR" | tr '\n' ' ')
 
 # Another thread runs in the parent at each fork: its events are not the child's.
 label="fork() of 4 children while another thread runs"
-fork_run preload forktree-thread forktree -- 4 1000 thread
-busy=$(sed -n 's/^busy //p' "$DIR/out")
-check "$label: exit status 0" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 0 ]
-check "$label: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
-if report "$label: the parent's trace" "$TRACE"; then
-	expect_calls "$label: the parent's trace" forktree main=1 ft_parent=1000 ft_spawn=4 ft_busy="${busy:-?}"
+# gcc 12's ASan takes no allocator lock around fork: the program's own busy
+# thread inside ASan's allocator at a fork (its start-up, its malloc) leaves
+# the child a lock held for ever (seen: 1 run in 2 of check-asan hung).
+if ! skipped_under address -- "$label" "gcc 12's ASan has no fork interceptor: a child forked while the program's other thread is inside ASan's allocator inherits its lock and hangs"; then
+	fork_run preload forktree-thread forktree -- 4 1000 thread
+	busy=$(sed -n 's/^busy //p' "$DIR/out")
+	check "$label: exit status 0" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 0 ]
+	check "$label: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
+	if report "$label: the parent's trace" "$TRACE"; then
+		expect_calls "$label: the parent's trace" forktree main=1 ft_parent=1000 ft_spawn=4 ft_busy="${busy:-?}"
+	fi
+	fork_children "$label" forktree 4 1000 "$DIR"/trace.hookprof.[0-9]*
 fi
-fork_children "$label" forktree 4 1000 "$DIR"/trace.hookprof.[0-9]*
 
 # ---- record -d and report DIR -------------------------------------------------
 
