@@ -398,8 +398,11 @@ static int must_stop(void)
  */
 static void __attribute__((noreturn)) park_until_death(struct hp_raw *taken)
 {
+	/* Atomic: the fatal signal's flush reads pos from its own thread
+	 * (hp_buffer_snapshot_partial); relaxed, since the slot was never
+	 * filled and its snapshot drops an unfilled newest slot either way. */
 	if (taken && taken + 1 == hp_tls.pos)
-		hp_tls.pos = taken;
+		__atomic_store_n(&hp_tls.pos, taken, __ATOMIC_RELAXED);
 	sigset_t ignored;
 	hp_buffer_hold_signals(&ignored);
 	uint32_t tid = __atomic_load_n(&stopping_tid, __ATOMIC_RELAXED);
