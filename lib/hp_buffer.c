@@ -721,6 +721,10 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 		/* Relaxed: the hook takes its slot before filling it, so pos
 		 * orders nothing; newest_filled checks the newest slot's tick. */
 		struct hp_raw *pos = __atomic_load_n(&t->tls->pos, __ATOMIC_RELAXED);
+		/* A hook took a slot past its full chunk and has not reached its
+		 * slow path yet (or is parking there): the chunk is full. */
+		if (pos > start + HP_CHUNK_EVENTS && pos <= start + 2 * HP_CHUNK_EVENTS)
+			pos = start + HP_CHUNK_EVENTS;
 		if (pos > start && pos <= start + HP_CHUNK_EVENTS) {
 			n = (size_t)(pos - start);
 			n -= !newest_filled(start, n);
