@@ -256,11 +256,14 @@ static int in_chunk_just_published(const struct hp_thread *t, const struct hp_ra
 
 /* The hook took its slot past the chunk's end (and so may have a signal
  * handler's hook): the chunk holds exactly its slots. */
+static struct hp_raw *within_chunk(struct hp_raw *pos, struct hp_raw *end)
+{
+	return pos > end && pos <= end + HP_CHUNK_EVENTS ? end : pos;
+}
+
 static void clamp_pos(const struct hp_thread *t)
 {
-	struct hp_raw *end = chunk_end(t);
-	if (hp_tls.pos > end && hp_tls.pos <= end + HP_CHUNK_EVENTS)
-		hp_tls.pos = end;
+	hp_tls.pos = within_chunk(hp_tls.pos, chunk_end(t));
 }
 
 /* Slow path, signals held off: a slot in chunk head, or nothing if none
@@ -723,8 +726,7 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 		struct hp_raw *pos = __atomic_load_n(&t->tls->pos, __ATOMIC_RELAXED);
 		/* A hook took a slot past its full chunk and has not reached its
 		 * slow path yet (or is parking there): the chunk is full. */
-		if (pos > start + HP_CHUNK_EVENTS && pos <= start + 2 * HP_CHUNK_EVENTS)
-			pos = start + HP_CHUNK_EVENTS;
+		pos = within_chunk(pos, start + HP_CHUNK_EVENTS);
 		if (pos > start && pos <= start + HP_CHUNK_EVENTS) {
 			n = (size_t)(pos - start);
 			n -= !newest_filled(start, n);
