@@ -56,6 +56,17 @@ check() {
 # First lines of a file, on one line, for the details of a failed check.
 brief() { head -c 400 "$1" 2>/dev/null | tr '\n' '|' | tr -d '\r'; }
 now_ns() { date +%s%N; }
+# wait_ready FILE PID: waits until FILE exists (the program says it is under
+# way), at most GUARD_S seconds or until PID is gone; false if it never came.
+wait_ready() {
+	local tenths=$((GUARD_S * 10))
+	while [ ! -e "$1" ]; do
+		kill -0 "$2" 2>/dev/null || return 1
+		tenths=$((tenths - 1))
+		[ $tenths -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
 
 # skipped_under SANITIZER... -- DESC REASON: true (and says so, counted) if
 # this run is under one of the sanitizers named: the caller skips DESC.

@@ -30,8 +30,9 @@ partial_stderr_ok() {
 	[ ! -s "$1" ] || { [ "$(wc -l <"$1")" = 1 ] && grep -q '^hookprof: warning: .*: trace cut at byte [0-9]* ' "$1"; }
 }
 
-# 20 runs killed after 100 to 600 ms (the CLOCK record written 20 ms after
-# start is there), half with the monotonic clock; spin would end by itself
+# 20 runs killed 100 to 600 ms after killspin said it made its first rounds
+# (so its first chunks and CLOCK records are written, however slow the start
+# under a sanitizer), half with the monotonic clock; spin would end by itself
 # after 10 s. Each trace: report --partial exits 0 with a sane CSV.
 KILLED=$T/killed
 mkdir -p "$KILLED"
@@ -42,9 +43,10 @@ for i in $(seq 1 20); do
 	tr=$KILLED/$i.hookprof
 	clock=tsc
 	[ $((i % 2)) = 0 ] && clock=monotonic
-	(cd "$KILLED" && HOOKPROF_OUTPUT=$tr HOOKPROF_CLOCK=$clock LD_PRELOAD=$LIB exec "$B/killspin" 10000 >/dev/null 2>&1) &
+	(cd "$KILLED" && HOOKPROF_OUTPUT=$tr HOOKPROF_CLOCK=$clock LD_PRELOAD=$LIB exec "$B/killspin" 10000 "$tr.ready" >/dev/null 2>&1) &
 	pid=$!
-	sleep "0.$((100 + RANDOM % 500))"
+	wait_ready "$tr.ready" $pid || kill_bad="$kill_bad run $i: killspin never said it was under way;"
+	sleep "$(printf '0.%03d' $((100 + RANDOM % 500)))"
 	kill -KILL $pid 2>/dev/null
 	wait $pid 2>/dev/null
 	"$HP" report --partial --format=csv "$tr" >"$KILLED/$i.csv" 2>"$KILLED/$i.err"

@@ -5,7 +5,8 @@
 
 # ---- signals from outside ---------------------------------------------------
 # killspin runs two threads calling sp_outer -> sp_mid -> sp_leaf; another
-# process sends it a terminating signal after 50 to 400 ms. It must die of
+# process sends it a terminating signal 0 to 350 ms after it has made its
+# first rounds. It must die of
 # that signal (status 128 + N), and its trace must be complete (END), read
 # without --partial, with every sp_outer call's 8 sp_leaf calls (a call
 # interrupted by the signal may be cut short: at most one per thread). A
@@ -19,9 +20,10 @@ for sig in TERM INT HUP USR1 QUIT ALRM TERM INT; do
 	[ -x "$B/killspin" ] || { outside_bad="killspin was not built"; break; }
 	n=$((n + 1))
 	tr=$OUTSIDE/$n.hookprof
-	(cd "$OUTSIDE" && HOOKPROF_OUTPUT=$tr LD_PRELOAD=$LIB exec env --default-signal "$B/killspin" 10000 >/dev/null 2>"$OUTSIDE/$n.err") &
+	(cd "$OUTSIDE" && HOOKPROF_OUTPUT=$tr LD_PRELOAD=$LIB exec env --default-signal "$B/killspin" 10000 "$tr.ready" >/dev/null 2>"$OUTSIDE/$n.err") &
 	pid=$!
-	sleep "0.$((50 + RANDOM % 350))"
+	wait_ready "$tr.ready" $pid || outside_bad="$outside_bad SIG$sig: killspin never said it was under way;"
+	sleep "$(printf '0.%03d' $((RANDOM % 350)))"
 	kill -s "$sig" $pid 2>/dev/null
 	wait $pid
 	rc=$?
