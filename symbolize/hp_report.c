@@ -34,6 +34,7 @@ static int add_function_stat(struct hp_rows *rows, const struct hp_analysis *a,
 	    (s.file && !(r->file = strdup(s.file))))
 		return -1;
 	r->offset = s.offset;
+	r->line = s.line;
 	r->calls = f->calls;
 	r->total = hp_ticks_to_ns(&a->tb, f->total);
 	r->self = hp_ticks_to_ns(&a->tb, f->self);
@@ -209,6 +210,15 @@ static int label_alike(struct hp_row *row, size_t n, int with_module)
 	}
 	free(p);
 	return rc;
+}
+
+int hp_rows_label(struct hp_rows *rows, int with_module)
+{
+	for (size_t i = 0; i < rows->n; i++) {
+		free(rows->row[i].label);
+		rows->row[i].label = NULL;
+	}
+	return label_alike(rows->row, rows->n, with_module);
 }
 
 int hp_rows_of_functions(struct hp_rows *rows, const struct hp_analysis *a, struct hp_symbols *sym)

@@ -24,6 +24,7 @@ struct hp_row {
 	uint64_t calls;
 	double total, self, min, max; /* ns */
 	char *file;      /* source file, or NULL */
+	int line;        /* of the function's start in file; 0 unknown */
 	uint64_t offset; /* address in the module's file */
 	char *label;     /* what to print for name, when it is not the name */
 };
@@ -45,6 +46,9 @@ int hp_rows_add(struct hp_rows *rows, const struct hp_analysis *a, char *err, si
  * rows of one name and module that remain apart, then sorts them. */
 /* 0, or -1 if out of memory for the labels (rows are still merged and sorted). */
 int hp_rows_finish(struct hp_rows *rows, enum hp_sort key);
+/* Labels the rows that print the same name (and module, with_module), in
+ * place, without merging or moving them. 0, or -1 out of memory. */
+int hp_rows_label(struct hp_rows *rows, int with_module);
 /* The name to print for a row. */
 static inline const char *hp_row_name(const struct hp_row *r) { return r->label ? r->label : r->name; }
 /*

@@ -474,7 +474,7 @@ static int read_module_records(struct hp_reader *r, struct hp_trace_info *map, c
 	while ((rc = next_record_but_events(r, &type, &payload, &size, err, errlen)) == 1) {
 		if (type == HP_REC_END)
 			return 0;
-		if ((type == HP_REC_MODULES || type == HP_REC_MODULES_AT) &&
+		if ((type == HP_REC_MODULES || type == HP_REC_MODULES_AT || type == HP_REC_CLOCK) &&
 		    hp_trace_info_add(map, type, payload, size, err, errlen))
 			return -1;
 	}
@@ -502,6 +502,11 @@ int hp_trace_read_module_map(const char *path, struct hp_trace_info *info, char 
 	info->modules_cap = map.modules_cap;
 	info->modclock = map.modclock;
 	info->modclock.read_ahead = 1;
+	for (int i = 0; i < 2; i++) {
+		info->ahead_tick[i] = map.clock_tick[i];
+		info->ahead_ns[i] = map.clock_ns[i];
+	}
+	info->nahead = map.nclocks;
 	return 0;
 }
 
@@ -674,15 +679,25 @@ void hp_trace_info_free(struct hp_trace_info *info)
 	memset(info, 0, sizeof(*info));
 }
 
+static int timebase_of(uint32_t source, const uint64_t tick[2], const uint64_t ns[2], int n,
+		       struct hp_timebase *tb)
+{
+	tb->tick0 = tick[0];
+	tb->ns_per_tick = 1.0;
+	if (source == HP_CLOCK_MONOTONIC)
+		return 0;
+	if (n < 2 || tick[1] <= tick[0])
+		return -1;
+	tb->ns_per_tick = (double)(ns[1] - ns[0]) / (double)(tick[1] - tick[0]);
+	return 0;
+}
+
 int hp_trace_timebase(const struct hp_trace_info *info, struct hp_timebase *tb)
 {
-	tb->tick0 = info->clock_tick[0];
-	tb->ns_per_tick = 1.0;
-	if (info->clock_source == HP_CLOCK_MONOTONIC)
-		return 0;
-	if (info->nclocks < 2 || info->clock_tick[1] <= info->clock_tick[0])
-		return -1;
-	tb->ns_per_tick = (double)(info->clock_ns[1] - info->clock_ns[0]) /
-			  (double)(info->clock_tick[1] - info->clock_tick[0]);
-	return 0;
+	return timebase_of(info->clock_source, info->clock_tick, info->clock_ns, info->nclocks, tb);
+}
+
+int hp_trace_timebase_ahead(const struct hp_trace_info *info, struct hp_timebase *tb)
+{
+	return timebase_of(info->clock_source, info->ahead_tick, info->ahead_ns, info->nahead, tb);
 }

@@ -99,6 +99,10 @@ struct hp_trace_info {
 	size_t nstreams;
 	uint64_t clock_tick[2], clock_ns[2]; /* first and last CLOCK pairs */
 	int nclocks;
+	/* The same, from the whole file, read ahead of the events with the
+	 * module map: views that print as they go need the timebase first. */
+	uint64_t ahead_tick[2], ahead_ns[2];
+	int nahead;
 	uint64_t lost_global;
 	int has_end;
 	uint64_t end_events, end_lost;
@@ -141,7 +145,7 @@ void hp_trace_info_free(struct hp_trace_info *info);
  * Reads the whole module map of the trace at path (every MODULES and
  * MODULES_AT record up to END) into info, before its events are decoded:
  * which object an address named at a given tick needs the snapshots written
- * after it too. 0; -1 if the file cannot be read to its end, with info
+ * after it too. The CLOCK records go to info's ahead_* fields. 0; -1 if the file cannot be read to its end, with info
  * unchanged (reading it record by record then meets the same error).
  */
 int hp_trace_read_module_map(const char *path, struct hp_trace_info *info, char *err,
@@ -155,6 +159,9 @@ struct hp_timebase {
 	double ns_per_tick;
 };
 int hp_trace_timebase(const struct hp_trace_info *info, struct hp_timebase *tb);
+/* The same from the CLOCK records read ahead (hp_trace_read_module_map),
+ * once the PROCESS record has given the clock source. */
+int hp_trace_timebase_ahead(const struct hp_trace_info *info, struct hp_timebase *tb);
 static inline double hp_ticks_to_ns(const struct hp_timebase *tb, uint64_t ticks)
 {
 	return (double)ticks * tb->ns_per_tick;

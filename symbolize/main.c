@@ -18,11 +18,14 @@
 #include <unistd.h>
 
 #include "hp_analyze.h"
+#include "hp_cli.h"
 #include "hp_config.h"
 #include "hp_format.h"
 #include "hp_procs.h"
 #include "hp_report.h"
 #include "hp_symbols.h"
+#include "hp_view.h"
+#include "hp_viewcmd.h"
 
 #define VERSION "0.1.0"
 #define ERRLEN 1024
@@ -64,20 +67,6 @@ static const char usage_text[] =
 	"or a directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK (see record).\n"
 	"environment of report and dump: HOOKPROF_DEBUG_PATH (where separate debug files\n"
 	"and files by build-id are looked for; libdwfl's syntax), DEBUGINFOD_URLS.\n";
-
-static int usage_error(const char *fmt, const char *arg)
-{
-	fputs("hookprof: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (hookprof --help lists the options)\n", stderr);
-	return 2;
-}
-
-static int print_error(const char *err)
-{
-	fprintf(stderr, "hookprof: %s\n", err);
-	return 1;
-}
 
 /* ---- record ---------------------------------------------------------- */
 
@@ -125,71 +114,12 @@ static int set_record_env(const struct record_opts *o, const char *lib, const ch
 static int check_record_opts(const struct record_opts *o)
 {
 	if (o->mode && strcmp(o->mode, "stream") && strcmp(o->mode, "ring"))
-		return usage_error("--mode must be stream or ring, not '%s'", o->mode);
+		return hp_cli_usage_error("--mode must be stream or ring, not '%s'", o->mode);
 	if (o->buffer && hp_config_parse_size(o->buffer) < HP_BUFFER_MIN)
-		return usage_error("--buffer must be a size of at least 128K, not '%s'", o->buffer);
+		return hp_cli_usage_error("--buffer must be a size of at least 128K, not '%s'", o->buffer);
 	if (o->clock && strcmp(o->clock, "tsc") && strcmp(o->clock, "monotonic"))
-		return usage_error("--clock must be tsc or monotonic, not '%s'", o->clock);
+		return hp_cli_usage_error("--clock must be tsc or monotonic, not '%s'", o->clock);
 	return 0;
-}
-
-/* A trace's name: *.hookprof, or a numbered *.hookprof.N. */
-static int is_trace_name(const char *name)
-{
-	const char *dot = strstr(name, ".hookprof");
-	if (!dot || dot == name)
-		return 0;
-	const char *rest = dot + 9;
-	if (!*rest)
-		return 1;
-	if (*rest != '.' || !rest[1])
-		return 0;
-	return strspn(rest + 1, "0123456789") == strlen(rest + 1);
-}
-
-struct names {
-	char **v;
-	size_t n;
-};
-
-static void names_free(struct names *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	*l = (struct names){ 0 };
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The regular files in dir named like traces, sorted; -1 if dir cannot be read. */
-static int list_traces(const char *dir, struct names *l)
-{
-	*l = (struct names){ 0 };
-	DIR *d = opendir(dir);
-	if (!d)
-		return -1;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char **v;
-		if (!is_trace_name(e->d_name) || !(v = realloc(l->v, (l->n + 1) * sizeof(*v))))
-			continue;
-		l->v = v;
-		if ((l->v[l->n] = strdup(e->d_name)))
-			l->n++;
-	}
-	closedir(d);
-	if (l->n) /* l->v is NULL when nothing was listed */
-		qsort(l->v, l->n, sizeof(*l->v), by_name);
-	return 0;
-}
-
-static int listed(const struct names *l, const char *name)
-{
-	return l->n && bsearch(&name, l->v, l->n, sizeof(*l->v), by_name) != NULL;
 }
 
 /* Where the traces of the tree go: the directory record lists, and what
@@ -247,10 +177,10 @@ static void print_written(const struct destination *d, const char *name)
 }
 
 /* Names every trace the run wrote: the root's first. */
-static void report_written(const struct destination *d, const struct names *before, pid_t pid,
+static void report_written(const struct destination *d, const struct hp_cli_names *before, pid_t pid,
 			   const char *prog)
 {
-	struct names after;
+	struct hp_cli_names after;
 	char root[PATH_MAX];
 	const char *base = strrchr(d->output, '/');
 	if (!d->shown)
@@ -258,7 +188,7 @@ static void report_written(const struct destination *d, const struct names *befo
 	else
 		snprintf(root, sizeof(root), "-%d.hookprof", (int)pid);
 	size_t found = 0;
-	if (list_traces(d->dir, &after) == 0) {
+	if (hp_cli_list_traces(d->dir, &after) == 0) {
 		if (!d->shown && access(d->output, F_OK) == 0) {
 			fprintf(stderr, "hookprof: trace written to %s\n", d->output);
 			found++;
@@ -268,13 +198,13 @@ static void report_written(const struct destination *d, const struct names *befo
 				const char *n = after.v[i];
 				size_t ln = strlen(n), lr = strlen(root);
 				int is_root = d->shown ? ln > lr && !strcmp(n + ln - lr, root) : !strcmp(n, root);
-				if (listed(before, n) || (is_root != (pass == 0)) || (is_root && !d->shown))
+				if (hp_cli_listed(before, n) || (is_root != (pass == 0)) || (is_root && !d->shown))
 					continue;
 				print_written(d, n);
 				found++;
 			}
 	}
-	names_free(&after);
+	hp_cli_names_free(&after);
 	if (!found)
 		fprintf(stderr, "hookprof: %s wrote no trace (was it built with -finstrument-functions?)\n",
 			prog);
@@ -283,18 +213,18 @@ static void report_written(const struct destination *d, const struct names *befo
 static int run_recorded(const struct record_opts *o, const char *lib, char **argv)
 {
 	struct destination d;
-	struct names before;
+	struct hp_cli_names before;
 	if (destination(o, &d))
-		return print_error(o->dir ? "cannot make the directory for the traces" : "cannot resolve the working directory"), 1;
+		return hp_cli_print_error(o->dir ? "cannot make the directory for the traces" : "cannot resolve the working directory"), 1;
 	if (o->output)
 		unlink(o->output); /* -o asks for that name: an old trace goes */
-	list_traces(d.dir, &before); /* a directory not there yet holds no old trace */
+	hp_cli_list_traces(d.dir, &before); /* a directory not there yet holds no old trace */
 	int ready[2];
 	if (pipe2(ready, O_CLOEXEC))
-		return names_free(&before), print_error("cannot create a pipe"), 1;
+		return hp_cli_names_free(&before), hp_cli_print_error("cannot create a pipe"), 1;
 	pid_t pid = fork();
 	if (pid < 0)
-		return names_free(&before), print_error("cannot fork"), 1;
+		return hp_cli_names_free(&before), hp_cli_print_error("cannot fork"), 1;
 	if (pid == 0) {
 		if (set_record_env(o, lib, d.output) == 0)
 			execvp(argv[0], argv);
@@ -312,12 +242,12 @@ static int run_recorded(const struct record_opts *o, const char *lib, char **arg
 	close(ready[0]);
 	int status = wait_exit_status(pid);
 	if (got == sizeof(exec_errno)) {
-		names_free(&before);
+		hp_cli_names_free(&before);
 		fprintf(stderr, "hookprof: cannot run '%s': %s\n", argv[0], strerror(exec_errno));
 		return 127;
 	}
 	report_written(&d, &before, pid, argv[0]);
-	names_free(&before);
+	hp_cli_names_free(&before);
 	return status;
 }
 
@@ -339,19 +269,19 @@ static int cmd_record(int argc, char **argv)
 		case 'b': o.buffer = optarg; break;
 		case 'c': o.clock = optarg; break;
 		case 'h': fputs(usage_text, stdout); return 0;
-		default: return usage_error("%s", "bad option for record");
+		default: return hp_cli_usage_error("%s", "bad option for record");
 		}
 	}
 	if (optind >= argc)
-		return usage_error("%s", "record needs a program to run");
+		return hp_cli_usage_error("%s", "record needs a program to run");
 	if (o.output && o.dir)
-		return usage_error("%s", "record takes -o or -d, not both");
+		return hp_cli_usage_error("%s", "record takes -o or -d, not both");
 	int bad = check_record_opts(&o);
 	if (bad)
 		return bad;
 	char lib[PATH_MAX];
 	if (find_library(lib, sizeof(lib)))
-		return print_error("cannot find libhookprof.so next to hookprof or in ../lib (set HOOKPROF_LIB)");
+		return hp_cli_print_error("cannot find libhookprof.so next to hookprof or in ../lib (set HOOKPROF_LIB)");
 	return run_recorded(&o, lib, argv + optind);
 }
 
@@ -483,44 +413,6 @@ static void warn_cut(FILE *out, const struct hp_analysis *a)
 
 /* ---- report ---------------------------------------------------------- */
 
-/* The newest *.hookprof in the working directory. */
-static int newest_trace(char *out, size_t len)
-{
-	DIR *d = opendir(".");
-	if (!d)
-		return -1;
-	struct dirent *e;
-	struct timespec best = { 0, 0 };
-	int found = -1;
-	while ((e = readdir(d))) {
-		struct stat st;
-		const char *dot = strstr(e->d_name, ".hookprof");
-		if (!dot || stat(e->d_name, &st) || !S_ISREG(st.st_mode))
-			continue;
-		if (dot[9] && dot[9] != '.')
-			continue;
-		if (found < 0 || st.st_mtim.tv_sec > best.tv_sec ||
-		    (st.st_mtim.tv_sec == best.tv_sec && st.st_mtim.tv_nsec > best.tv_nsec)) {
-			best = st.st_mtim;
-			snprintf(out, len, "%s", e->d_name);
-			found = 0;
-		}
-	}
-	closedir(d);
-	return found;
-}
-
-static int parse_sort(const char *s, enum hp_sort *key)
-{
-	static const char *const names[] = { "self", "total", "calls", "avg", "max", "name" };
-	for (int i = 0; i < 6; i++)
-		if (!strcmp(s, names[i])) {
-			*key = (enum hp_sort)i;
-			return 0;
-		}
-	return -1;
-}
-
 static void print_header(FILE *out, const struct hp_analysis *a)
 {
 	const struct hp_trace_info *in = &a->info;
@@ -572,7 +464,7 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 		if (hdr)
 			fclose(hdr);
 		free(headers);
-		return print_error("out of memory");
+		return hp_cli_print_error("out of memory");
 	}
 	for (int i = 0; i < n && !rc; i++) {
 		struct hp_analysis a;
@@ -594,7 +486,7 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 		free(headers);
 		free(cuts);
 		hp_rows_free(&rows);
-		return print_error(err);
+		return hp_cli_print_error(err);
 	}
 	fputs(cuts, stderr);
 	free(cuts);
@@ -602,13 +494,13 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 	free(headers);
 	if (hp_rows_finish(&rows, o->sort)) {
 		hp_rows_free(&rows);
-		return print_error("out of memory");
+		return hp_cli_print_error("out of memory");
 	}
 	rc = o->csv ? hp_rows_print_csv(stdout, &rows, o->limit)
 		    : hp_rows_print_table(stdout, &rows, o->limit);
 	if (rc || fflush(stdout)) {
 		hp_rows_free(&rows);
-		return print_error("cannot write the report to standard output");
+		return hp_cli_print_error("cannot write the report to standard output");
 	}
 	for (size_t i = 0; i < rows.nproblems; i++)
 		warn_names(rows.problem[i]);
@@ -695,57 +587,20 @@ static int report_per_process(const struct report_opts *o, char **paths, int n)
 		hp_rows_free(&sec[i].rows);
 	}
 	free(sec), free(procs), free(order), free(depth);
-	return rc ? print_error(err) : 0;
-}
-
-/* Each DIR among the arguments becomes the traces in it. */
-static int expand_dirs(char **args, int n, struct names *out, char *err, size_t errlen)
-{
-	*out = (struct names){ 0 };
-	for (int i = 0; i < n; i++) {
-		struct stat st;
-		struct names in = { 0 };
-		int is_dir = stat(args[i], &st) == 0 && S_ISDIR(st.st_mode);
-		if (is_dir && list_traces(args[i], &in)) {
-			snprintf(err, errlen, "%s: cannot read the directory", args[i]);
-			return -1;
-		}
-		if (is_dir && !in.n) {
-			snprintf(err, errlen, "%s: no trace in this directory", args[i]);
-			return -1;
-		}
-		size_t add = is_dir ? in.n : 1;
-		char **v = realloc(out->v, (out->n + add) * sizeof(*v));
-		if (!v) {
-			names_free(&in);
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
-		out->v = v;
-		for (size_t j = 0; j < add; j++) {
-			if (!is_dir)
-				v[out->n] = strdup(args[i]);
-			else if (asprintf(&v[out->n], "%s/%s", args[i], in.v[j]) < 0)
-				v[out->n] = NULL;
-			if (v[out->n])
-				out->n++;
-		}
-		names_free(&in);
-	}
-	return 0;
+	return rc ? hp_cli_print_error(err) : 0;
 }
 
 static int report_paths(const struct report_opts *o, char **args, int n)
 {
-	struct names all;
+	struct hp_cli_names all;
 	char err[ERRLEN];
-	if (expand_dirs(args, n, &all, err, sizeof(err))) {
-		names_free(&all);
-		return print_error(err);
+	if (hp_cli_expand_dirs(args, n, &all, err, sizeof(err))) {
+		hp_cli_names_free(&all);
+		return hp_cli_print_error(err);
 	}
 	int rc = o->per_process ? report_per_process(o, all.v, (int)all.n)
 				: report_traces(o, all.v, (int)all.n);
-	names_free(&all);
+	hp_cli_names_free(&all);
 	return rc;
 }
 
@@ -764,30 +619,30 @@ static int cmd_report(int argc, char **argv)
 		switch (c) {
 		case 'f':
 			if (strcmp(optarg, "csv") && strcmp(optarg, "table"))
-				return usage_error("--format must be table or csv, not '%s'", optarg);
+				return hp_cli_usage_error("--format must be table or csv, not '%s'", optarg);
 			o.csv = !strcmp(optarg, "csv");
 			break;
 		case 's':
-			if (parse_sort(optarg, &o.sort))
-				return usage_error("--sort must be self, total, calls, avg, max or name, not '%s'", optarg);
+			if (hp_cli_parse_sort(optarg, &o.sort))
+				return hp_cli_usage_error("--sort must be self, total, calls, avg, max or name, not '%s'", optarg);
 			break;
 		case 'l':
 			o.limit = strtoul(optarg, &end, 10);
 			if (*end || !*optarg)
-				return usage_error("--limit must be a number, not '%s'", optarg);
+				return hp_cli_usage_error("--limit must be a number, not '%s'", optarg);
 			break;
 		case 'p': o.partial = 1; break;
 		case 'P': o.per_process = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
-		default: return usage_error("%s", "bad option for report");
+		default: return hp_cli_usage_error("%s", "bad option for report");
 		}
 	}
 	if (optind < argc)
 		return report_paths(&o, argv + optind, argc - optind);
 	char newest[PATH_MAX];
 	char *one[1] = { newest };
-	if (newest_trace(newest, sizeof(newest)))
-		return print_error("no trace given and no *.hookprof file in this directory");
+	if (hp_cli_newest_trace(newest, sizeof(newest)))
+		return hp_cli_print_error("no trace given and no *.hookprof file in this directory");
 	return report_paths(&o, one, 1);
 }
 
@@ -857,21 +712,21 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 static int cmd_info(int argc, char **argv)
 {
 	if (argc != 2)
-		return usage_error("%s", "info takes one trace file");
+		return hp_cli_usage_error("%s", "info takes one trace file");
 	struct hp_analysis a;
 	char err[ERRLEN];
 	if (hp_analyze(argv[1], HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL, &a, err, sizeof(err)))
-		return print_error(err);
+		return hp_cli_print_error(err);
 	struct hp_symbols *sym = NULL;
 	if (has_stacks(&a.info) &&
 	    !(sym = hp_symbols_new(a.info.modules, a.info.nmodules, err, sizeof(err)))) {
 		hp_analysis_free(&a);
-		return print_error(err);
+		return hp_cli_print_error(err);
 	}
 	print_info(&a, sym);
 	hp_symbols_free(sym);
 	hp_analysis_free(&a);
-	return fflush(stdout) ? print_error("cannot write to standard output") : 0;
+	return fflush(stdout) ? hp_cli_print_error("cannot write to standard output") : 0;
 }
 
 struct dump_state {
@@ -913,7 +768,7 @@ static int dump_names(const char *path, int flags, struct dump_state *d)
 	struct hp_analysis a;
 	char err[ERRLEN];
 	if (hp_analyze(path, flags, NULL, NULL, &a, err, sizeof(err)))
-		return print_error(err);
+		return hp_cli_print_error(err);
 	struct hp_symbols *sym = hp_symbols_new(a.info.modules, a.info.nmodules, err, sizeof(err));
 	int rc = sym ? hp_rows_of_functions(&d->names, &a, sym) : -1;
 	if (rc && sym)
@@ -924,7 +779,7 @@ static int dump_names(const char *path, int flags, struct dump_state *d)
 	while (!rc && (why = hp_symbols_next_problem(sym, &iter)))
 		rc = hp_rows_add_problem(&d->names, why);
 	hp_symbols_free(sym);
-	return rc ? print_error(err) : 0;
+	return rc ? hp_cli_print_error(err) : 0;
 }
 
 static int cmd_dump(int argc, char **argv)
@@ -935,7 +790,7 @@ static int cmd_dump(int argc, char **argv)
 		argv++, argc--;
 	}
 	if (argc != 2)
-		return usage_error("%s", "dump takes one trace file");
+		return hp_cli_usage_error("%s", "dump takes one trace file");
 	struct dump_state d = { 0 };
 	struct hp_analysis a;
 	char err[ERRLEN];
@@ -947,13 +802,13 @@ static int cmd_dump(int argc, char **argv)
 	int rc = hp_analyze(argv[1], flags, dump_events, &d, &a, err, sizeof(err));
 	if (rc) {
 		hp_rows_free(&d.names);
-		return print_error(err);
+		return hp_cli_print_error(err);
 	}
 	warn_cut(stderr, &a);
 	hp_analysis_free(&a);
 	if (fflush(stdout)) {
 		hp_rows_free(&d.names);
-		return print_error("cannot write to standard output");
+		return hp_cli_print_error("cannot write to standard output");
 	}
 	for (size_t i = 0; i < d.names.nproblems; i++)
 		warn_names(d.names.problem[i]);
@@ -978,5 +833,8 @@ int main(int argc, char **argv)
 		return cmd_info(argc - 1, argv + 1);
 	if (!strcmp(cmd, "dump"))
 		return cmd_dump(argc - 1, argv + 1);
-	return usage_error("unknown command '%s'", cmd);
+	const struct hp_view_ops *view = hp_view_find(cmd);
+	if (!strcmp(cmd, "export") || (view && !(view->flags & HP_VIEW_EXPORT)))
+		return hp_viewcmd_run(cmd, argc - 1, argv + 1);
+	return hp_cli_usage_error("unknown command '%s'", cmd);
 }

@@ -1,0 +1,160 @@
+/*
+ * hp_calltree.c - call paths as a trie with one hash table of (parent, fn).
+ */
+#include "hp_calltree.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t hash_edge(uint32_t parent, uint32_t fn)
+{
+	uint64_t h = ((uint64_t)parent << 32 | fn) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 17);
+}
+
+static int rehash(struct hp_calltree *t)
+{
+	size_t cap = t->slot_cap ? t->slot_cap * 2 : 1024;
+	uint32_t *slot = calloc(cap, sizeof(*slot));
+	if (!slot)
+		return -1;
+	for (uint32_t i = 1; i < t->n; i++) {
+		size_t s = hash_edge(t->node[i].parent, t->node[i].fn) & (cap - 1);
+		while (slot[s])
+			s = (s + 1) & (cap - 1);
+		slot[s] = i + 1;
+	}
+	free(t->slot);
+	t->slot = slot;
+	t->slot_cap = cap;
+	return 0;
+}
+
+static uint32_t new_node(struct hp_calltree *t, uint32_t parent, uint32_t fn)
+{
+	if (t->n == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 256;
+		struct hp_cnode *n = realloc(t->node, cap * sizeof(*n));
+		if (!n)
+			return HP_CNODE_NONE;
+		t->node = n;
+		t->cap = cap;
+	}
+	uint32_t id = t->n++;
+	struct hp_cnode *c = memset(&t->node[id], 0, sizeof(*c));
+	c->fn = fn;
+	c->parent = parent;
+	c->child = c->next = c->last = HP_CNODE_NONE;
+	c->min = -1;
+	if (parent != HP_CNODE_NONE) {
+		struct hp_cnode *p = &t->node[parent];
+		c->depth = parent == HP_CNODE_ROOT ? 0 : p->depth + 1;
+		/* Appended, so that callees list in the order of their first call. */
+		if (p->last == HP_CNODE_NONE)
+			p->child = id;
+		else
+			t->node[p->last].next = id;
+		p->last = id;
+	}
+	return id;
+}
+
+int hp_calltree_init(struct hp_calltree *t)
+{
+	memset(t, 0, sizeof(*t));
+	return new_node(t, HP_CNODE_NONE, 0) == HP_CNODE_NONE ? -1 : 0;
+}
+
+uint32_t hp_calltree_child(struct hp_calltree *t, uint32_t parent, uint32_t fn)
+{
+	if ((size_t)(t->n + 1) * 2 > t->slot_cap && rehash(t))
+		return HP_CNODE_NONE;
+	size_t mask = t->slot_cap - 1, s = hash_edge(parent, fn) & mask;
+	for (; t->slot[s]; s = (s + 1) & mask) {
+		const struct hp_cnode *c = &t->node[t->slot[s] - 1];
+		if (c->parent == parent && c->fn == fn)
+			return t->slot[s] - 1;
+	}
+	uint32_t id = new_node(t, parent, fn);
+	if (id != HP_CNODE_NONE)
+		t->slot[s] = id + 1;
+	return id;
+}
+
+int hp_calltree_enter(struct hp_calltree *t, struct hp_cpath *p, const struct hp_vframe *f)
+{
+	if (p->depth == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		uint32_t *n = realloc(p->node, cap * sizeof(*n));
+		if (!n)
+			return -1;
+		p->node = n;
+		p->cap = cap;
+	}
+	uint32_t parent = p->depth ? p->node[p->depth - 1] : HP_CNODE_ROOT;
+	uint32_t id = hp_calltree_child(t, parent, f->fn);
+	if (id == HP_CNODE_NONE)
+		return -1;
+	p->node[p->depth++] = id;
+	return 0;
+}
+
+uint32_t hp_calltree_exit(struct hp_calltree *t, struct hp_cpath *p, const struct hp_vframe *f)
+{
+	if (!p->depth)
+		return HP_CNODE_NONE;
+	uint32_t id = p->node[--p->depth];
+	struct hp_cnode *c = &t->node[id];
+	if (f->lost)
+		return id;
+	c->calls++;
+	c->total += f->dur;
+	c->self += f->self;
+	if (c->min < 0 || f->dur < c->min)
+		c->min = f->dur;
+	if (f->dur > c->max)
+		c->max = f->dur;
+	return id;
+}
+
+struct hp_cpath *hp_cpath_of(struct hp_vthread *t)
+{
+	if (!t->data)
+		t->data = calloc(1, sizeof(struct hp_cpath));
+	return t->data;
+}
+
+void hp_cpath_free(struct hp_cpath *p)
+{
+	if (p)
+		free(p->node);
+	free(p);
+}
+
+int hp_calltree_walk(const struct hp_calltree *t,
+		     int (*fn)(void *arg, const struct hp_calltree *t, uint32_t node), void *arg)
+{
+	/* Iterative: a path can be as deep as the deepest recursion. */
+	uint32_t id = t->n > 1 ? t->node[HP_CNODE_ROOT].child : HP_CNODE_NONE;
+	while (id != HP_CNODE_NONE) {
+		int rc = fn(arg, t, id);
+		if (rc)
+			return rc;
+		const struct hp_cnode *c = &t->node[id];
+		if (c->child != HP_CNODE_NONE) {
+			id = c->child;
+			continue;
+		}
+		while (id != HP_CNODE_ROOT && t->node[id].next == HP_CNODE_NONE)
+			id = t->node[id].parent;
+		id = id == HP_CNODE_ROOT ? HP_CNODE_NONE : t->node[id].next;
+	}
+	return 0;
+}
+
+void hp_calltree_free(struct hp_calltree *t)
+{
+	free(t->node);
+	free(t->slot);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,58 @@
+/*
+ * hp_calltree.h - the distinct call paths of the calls a view is shown,
+ * as a tree (a trie of function ids), with the calls and times of each
+ * path: what tree, folded stacks, callgrind and pprof are made of. Memory
+ * grows with distinct paths, never with calls. Threads share the tree;
+ * each keeps its place in it (struct hp_cpath).
+ */
+#ifndef HP_CALLTREE_H
+#define HP_CALLTREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hp_view.h"
+
+#define HP_CNODE_ROOT 0u
+#define HP_CNODE_NONE UINT32_MAX
+
+struct hp_cnode {
+	uint32_t fn;            /* hp_fntab id; the root has none */
+	uint32_t parent;
+	uint32_t child, next;   /* first callee's node, next sibling's */
+	uint32_t last;          /* last callee's node */
+	uint32_t depth;         /* 0 for the root's children */
+	uint64_t calls;
+	double total, self, min, max; /* ns */
+};
+
+struct hp_calltree {
+	struct hp_cnode *node;  /* node[0] is the root, above every thread's first frame */
+	uint32_t n, cap;
+	uint32_t *slot;         /* hash of (parent, fn): node + 1, 0 empty */
+	size_t slot_cap;
+};
+
+/* A thread's place: the nodes of its open shown frames. */
+struct hp_cpath {
+	uint32_t *node;
+	size_t depth, cap;
+};
+
+int hp_calltree_init(struct hp_calltree *t);
+/* The node of fn called from parent, made if new; HP_CNODE_NONE out of memory. */
+uint32_t hp_calltree_child(struct hp_calltree *t, uint32_t parent, uint32_t fn);
+/* A view's enter and exit, on the thread's path. 0, or -1 out of memory. */
+int hp_calltree_enter(struct hp_calltree *t, struct hp_cpath *p, const struct hp_vframe *f);
+/* The exit's node, its call counted (unless lost), or HP_CNODE_NONE. */
+uint32_t hp_calltree_exit(struct hp_calltree *t, struct hp_cpath *p, const struct hp_vframe *f);
+/* The path of the thread, made at its first use (t->data). NULL out of memory. */
+struct hp_cpath *hp_cpath_of(struct hp_vthread *t);
+void hp_cpath_free(struct hp_cpath *p);
+/* Visits every node but the root, callers before callees, callees in the
+ * order of first call. Stops at the first non-zero return of fn. */
+int hp_calltree_walk(const struct hp_calltree *t, int (*fn)(void *arg, const struct hp_calltree *t,
+							    uint32_t node), void *arg);
+void hp_calltree_free(struct hp_calltree *t);
+
+#endif

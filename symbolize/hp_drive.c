@@ -1,0 +1,591 @@
+/*
+ * hp_drive.c - the analysis driver: traces in, shown calls out to a view.
+ *
+ * Each thread keeps the stack of every recorded frame. A frame knows the
+ * nearest shown frame below it (up), so a hidden frame's time stays in that
+ * frame's self time and its callees hang from it. With --min a shown frame
+ * is only known to be long enough at its exit: its enter, and those of the
+ * shown frames below it not yet handed on, go out then, in order. A frame
+ * handed on has a long enough callee, so is long enough itself.
+ */
+#define _GNU_SOURCE
+#include "hp_drive.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp_opencount.h"
+
+#define NO_FRAME UINT32_MAX
+
+struct dframe {
+	uint64_t start;
+	uint64_t child;     /* ticks of the shown frames whose nearest shown caller it is */
+	uint32_t fn;
+	uint32_t up;        /* nearest shown frame below, or NO_FRAME */
+	uint32_t sdepth;    /* shown frames below it */
+	uint8_t shown, sent, in_function, had_child, outermost;
+};
+
+struct tstate {
+	struct hp_vthread *vt;
+	struct dframe *f;
+	size_t depth, cap;
+	struct hp_opencount open; /* sent frames per function */
+	uint64_t last_tick;
+	int wanted;         /* the thread filter lets it through */
+};
+
+enum { FN_KNOWN = 1, FN_EXCLUDED = 2, FN_MATCHES = 4 };
+
+struct hp_drive {
+	const struct hp_drive_opts *o;
+	struct hp_view *v;
+	struct hp_fntab fns;
+	uint8_t *fnflags;       /* per fns id: FN_* */
+	size_t nfnflags;
+	struct hp_vthread **threads;
+	uint32_t nthreads, threads_cap;
+	uint64_t shown;
+	/* The trace being read. */
+	uint32_t trace;
+	const struct hp_analysis *a;
+	struct hp_symbols *sym;
+	struct hp_timebase tb;
+	uint32_t *gfn;          /* the trace's function id -> fns id */
+	size_t ngfn;
+	struct tstate *ts;      /* by stream */
+	size_t nts;
+	int began;
+	char *err;
+	size_t errlen;
+};
+
+/* ---- filters --------------------------------------------------------- */
+
+int hp_parse_duration(const char *s, double *ns)
+{
+	static const struct { const char *unit; double ns; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "m", 60e9 },
+	};
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || v < 0)
+		return -1;
+	if (!*end) {
+		*ns = v;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			*ns = v * units[i].ns;
+			return 0;
+		}
+	return -1;
+}
+
+static int set_regex(regex_t *re, int *has, const char *opt, const char *arg, char *err,
+		     size_t errlen)
+{
+	if (*has)
+		regfree(re);
+	*has = 0;
+	int rc = regcomp(re, arg, REG_EXTENDED | REG_NOSUB);
+	if (rc) {
+		char why[128];
+		regerror(rc, re, why, sizeof(why));
+		snprintf(err, errlen, "--%s=%s: %s", opt, arg, why);
+		return -1;
+	}
+	*has = 1;
+	return 0;
+}
+
+static int set_time(struct hp_filter *f, const char *arg, char *err, size_t errlen)
+{
+	char *end;
+	double from = strtod(arg, &end), to = -1;
+	if (end != arg && *end == ',') {
+		const char *p = end + 1;
+		to = strtod(p, &end);
+		if (end == p)
+			to = -1;
+	}
+	if (*end || from < 0 || to <= from) {
+		snprintf(err, errlen, "--time=%s: want FROM,TO in seconds from the start, FROM < TO", arg);
+		return -1;
+	}
+	f->has_time = 1;
+	f->from_ns = from * 1e9;
+	f->to_ns = to * 1e9;
+	return 0;
+}
+
+int hp_filter_set(struct hp_filter *f, const char *opt, const char *arg, char *err, size_t errlen)
+{
+	if (!strcmp(opt, "thread")) {
+		f->thread = arg;
+	} else if (!strcmp(opt, "depth")) {
+		char *end;
+		unsigned long n = strtoul(arg, &end, 10);
+		if (*arg < '0' || *arg > '9' || *end || !n || n > UINT32_MAX) {
+			snprintf(err, errlen, "--depth=%s: want a number of calls, 1 or more", arg);
+			return -1;
+		}
+		f->depth = (uint32_t)n;
+	} else if (!strcmp(opt, "function")) {
+		return set_regex(&f->function, &f->has_function, opt, arg, err, errlen);
+	} else if (!strcmp(opt, "exclude")) {
+		return set_regex(&f->exclude, &f->has_exclude, opt, arg, err, errlen);
+	} else if (!strcmp(opt, "min")) {
+		if (hp_parse_duration(arg, &f->min_ns)) {
+			snprintf(err, errlen, "--min=%s: want a duration such as 500ns, 2us, 1.5ms, 3s", arg);
+			return -1;
+		}
+	} else if (!strcmp(opt, "time")) {
+		return set_time(f, arg, err, errlen);
+	} else {
+		snprintf(err, errlen, "--%s: no such filter", opt);
+		return -1;
+	}
+	return 0;
+}
+
+void hp_filter_free(struct hp_filter *f)
+{
+	if (f->has_function)
+		regfree(&f->function);
+	if (f->has_exclude)
+		regfree(&f->exclude);
+	f->has_function = f->has_exclude = 0;
+}
+
+static int thread_wanted(const struct hp_filter *f, const struct hp_vthread *t)
+{
+	if (!f->thread)
+		return 1;
+	char *end;
+	unsigned long tid = strtoul(f->thread, &end, 10);
+	if (*f->thread && !*end)
+		return tid == t->tid;
+	return !strcmp(f->thread, t->name);
+}
+
+/* Regexes run once per function, not per call. */
+static uint8_t fn_flags(struct hp_drive *d, uint32_t fn)
+{
+	if (fn >= d->nfnflags) {
+		size_t n = d->nfnflags ? d->nfnflags : 256;
+		while (n <= fn)
+			n *= 2;
+		uint8_t *f = realloc(d->fnflags, n);
+		if (!f)
+			return FN_KNOWN; /* unfiltered; the intern of fn would have failed first */
+		memset(f + d->nfnflags, 0, n - d->nfnflags);
+		d->fnflags = f;
+		d->nfnflags = n;
+	}
+	uint8_t fl = d->fnflags[fn];
+	if (fl & FN_KNOWN)
+		return fl;
+	const struct hp_filter *flt = &d->o->filter;
+	const char *name = hp_fntab_name(&d->fns, fn);
+	fl = FN_KNOWN;
+	if (flt->has_exclude && !regexec(&flt->exclude, name, 0, NULL, 0))
+		fl |= FN_EXCLUDED;
+	if (flt->has_function && !regexec(&flt->function, name, 0, NULL, 0))
+		fl |= FN_MATCHES;
+	return d->fnflags[fn] = fl;
+}
+
+/* ---- threads and functions ---------------------------------------------- */
+
+static const char *base_name(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	return slash ? slash + 1 : path ? path : "?";
+}
+
+static struct hp_vthread *new_thread(struct hp_drive *d, uint32_t stream)
+{
+	if (d->nthreads == d->threads_cap) {
+		uint32_t cap = d->threads_cap ? d->threads_cap * 2 : 16;
+		struct hp_vthread **t = realloc(d->threads, cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		d->threads = t;
+		d->threads_cap = cap;
+	}
+	struct hp_vthread *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	const struct hp_trace_info *in = &d->a->info;
+	t->id = d->nthreads;
+	t->trace = d->trace;
+	t->stream = stream;
+	t->pid = in->pid;
+	if (stream < in->nstreams) {
+		t->tid = in->streams[stream].tid;
+		snprintf(t->name, sizeof(t->name), "%s", in->streams[stream].name);
+	}
+	t->process = base_name(in->exe);
+	d->threads[d->nthreads++] = t;
+	return t;
+}
+
+static struct tstate *thread_state(struct hp_drive *d, uint32_t stream)
+{
+	if (stream >= d->nts) {
+		size_t n = (size_t)stream + 8;
+		struct tstate *ts = realloc(d->ts, n * sizeof(*ts));
+		if (!ts)
+			return NULL;
+		memset(ts + d->nts, 0, (n - d->nts) * sizeof(*ts));
+		d->ts = ts;
+		d->nts = n;
+	}
+	struct tstate *s = &d->ts[stream];
+	if (!s->vt) {
+		if (!(s->vt = new_thread(d, stream)))
+			return NULL;
+		s->wanted = thread_wanted(&d->o->filter, s->vt);
+	}
+	return s;
+}
+
+/* The fns id of the trace's function id `func`, named at first sight. */
+static uint32_t global_fn(struct hp_drive *d, uint32_t func)
+{
+	if (func >= d->ngfn) {
+		size_t n = d->ngfn ? d->ngfn : 1024;
+		while (n <= func)
+			n *= 2;
+		uint32_t *g = realloc(d->gfn, n * sizeof(*g));
+		if (!g)
+			return HP_NO_FN;
+		memset(g + d->ngfn, 0xff, (n - d->ngfn) * sizeof(*g));
+		d->gfn = g;
+		d->ngfn = n;
+	}
+	if (d->gfn[func] == HP_NO_FN) {
+		const struct hp_analysis *a = d->a;
+		struct hp_symbol s;
+		uint32_t module = a->func_module ? a->func_module[func] : HP_SYMBOLS_ANY_MODULE;
+		hp_symbols_lookup_in(d->sym, module, a->funcs.addr[func], &s);
+		d->gfn[func] = hp_fntab_intern(&d->fns, &s);
+	}
+	return d->gfn[func];
+}
+
+/* ---- calls out to the view ------------------------------------------------ */
+
+static double ns_at(const struct hp_drive *d, uint64_t tick)
+{
+	return ((double)tick - (double)d->tb.tick0) * d->tb.ns_per_tick;
+}
+
+static int send_enter(struct hp_drive *d, struct tstate *s, struct dframe *fr)
+{
+	int64_t open = hp_opencount_add(&s->open, fr->fn);
+	if (open < 0)
+		return -1;
+	fr->sent = 1;
+	fr->outermost = open == 0;
+	d->shown++;
+	struct hp_vframe vf = { .fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
+				.outermost = fr->outermost };
+	return d->v->ops->enter ? d->v->ops->enter(d->v, s->vt, &vf) : 0;
+}
+
+/* The enters still owed below and up to frame i (--min), oldest first. */
+static int send_pending(struct hp_drive *d, struct tstate *s, uint32_t i)
+{
+	uint32_t chain[64], n = 0, j = i;
+	while (j != NO_FRAME && !s->f[j].sent) {
+		if (n == 64) { /* deeper than the chain: the lower part first */
+			if (send_pending(d, s, j))
+				return -1;
+			break;
+		}
+		chain[n++] = j;
+		j = s->f[j].up;
+	}
+	while (n)
+		if (send_enter(d, s, &s->f[chain[--n]]))
+			return -1;
+	return 0;
+}
+
+static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t tick,
+		     int lost)
+{
+	uint64_t dur = tick >= fr->start ? tick - fr->start : 0;
+	struct hp_vframe vf = {
+		.fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
+		.end = ns_at(d, fr->start + dur), .dur = (double)dur * d->tb.ns_per_tick,
+		.self = (double)(dur >= fr->child ? dur - fr->child : 0) * d->tb.ns_per_tick,
+		.outermost = fr->outermost, .leaf = !fr->had_child, .lost = lost,
+	};
+	hp_opencount_sub(&s->open, fr->fn);
+	if (fr->up != NO_FRAME) {
+		s->f[fr->up].child += dur;
+		s->f[fr->up].had_child = 1;
+	}
+	return d->v->ops->exit ? d->v->ops->exit(d->v, s->vt, &vf) : 0;
+}
+
+/* ---- the stacks ------------------------------------------------------------ */
+
+static int shown_at_enter(struct hp_drive *d, const struct tstate *s, const struct dframe *fr,
+			  uint8_t fl)
+{
+	const struct hp_filter *f = &d->o->filter;
+	if (!s->wanted || (fl & FN_EXCLUDED) || (f->has_function && !fr->in_function))
+		return 0;
+	if (f->depth && fr->sdepth >= f->depth)
+		return 0;
+	if (f->has_time) {
+		double t = ns_at(d, fr->start);
+		if (t < f->from_ns || t >= f->to_ns)
+			return 0;
+	}
+	return 1;
+}
+
+static int push(struct hp_drive *d, struct tstate *s, const struct hp_ev *e)
+{
+	if (s->depth == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct dframe *f = realloc(s->f, cap * sizeof(*f));
+		if (!f)
+			return -1;
+		s->f = f;
+		s->cap = cap;
+	}
+	uint32_t fn = global_fn(d, e->func);
+	if (fn == HP_NO_FN)
+		return -1;
+	uint8_t fl = fn_flags(d, fn);
+	struct dframe *below = s->depth ? &s->f[s->depth - 1] : NULL;
+	struct dframe *fr = &s->f[s->depth];
+	memset(fr, 0, sizeof(*fr));
+	fr->start = e->tick;
+	fr->fn = fn;
+	fr->up = !below ? NO_FRAME : below->shown ? (uint32_t)(s->depth - 1) : below->up;
+	fr->sdepth = fr->up == NO_FRAME ? 0 : s->f[fr->up].sdepth + 1;
+	fr->in_function = (below && below->in_function) || (fl & FN_MATCHES);
+	fr->shown = (uint8_t)shown_at_enter(d, s, fr, fl);
+	s->depth++;
+	if (fr->shown && !d->o->filter.min_ns)
+		return send_enter(d, s, fr);
+	return 0;
+}
+
+static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
+{
+	uint32_t i = (uint32_t)--s->depth;
+	struct dframe *fr = &s->f[i];
+	if (!fr->shown)
+		return 0;
+	if (d->o->filter.min_ns && !fr->sent) {
+		uint64_t dur = tick >= fr->start ? tick - fr->start : 0;
+		if ((double)dur * d->tb.ns_per_tick < d->o->filter.min_ns)
+			return 0;
+		if (send_pending(d, s, i))
+			return -1;
+	}
+	return send_exit(d, s, fr, tick, lost);
+}
+
+static int close_all(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
+{
+	while (s->depth)
+		if (pop(d, s, tick, lost))
+			return -1;
+	return 0;
+}
+
+static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_ev *e = &ev[i];
+		int rc;
+		if (e->kind == HP_EV_ENTER)
+			rc = push(d, s, e);
+		else if (e->kind == HP_EV_EXIT)
+			rc = s->depth ? pop(d, s, e->tick, 0) : 0;
+		else
+			rc = close_all(d, s, s->last_tick, 1);
+		if (rc)
+			return -1;
+		if (e->kind != HP_EV_RESET)
+			s->last_tick = e->tick;
+	}
+	return 0;
+}
+
+/* ---- one trace ------------------------------------------------------------ */
+
+static int begin_trace(struct hp_drive *d, const struct hp_analysis *a)
+{
+	d->a = a;
+	if (hp_trace_timebase_ahead(&a->info, &d->tb)) {
+		snprintf(d->err, d->errlen, "no clock calibration in the trace (the run ended before it could be written)");
+		return -1;
+	}
+	if (!(d->sym = hp_symbols_new(a->info.modules, a->info.nmodules, d->err, d->errlen)))
+		return -1;
+	d->began = 1;
+	if (d->v->ops->trace && d->v->ops->trace(d->v, a, d->err, d->errlen))
+		return -1;
+	return 0;
+}
+
+static int on_events(void *arg, const struct hp_analysis *a, uint32_t stream,
+		     const struct hp_ev *ev, size_t n)
+{
+	struct hp_drive *d = arg;
+	if (!d->began && begin_trace(d, a))
+		return -1;
+	struct tstate *s = thread_state(d, stream);
+	if (!s) {
+		snprintf(d->err, d->errlen, "out of memory");
+		return -1;
+	}
+	if (feed(d, s, ev, n)) {
+		if (!*d->err)
+			snprintf(d->err, d->errlen, "out of memory, or the output could not be written");
+		return -1;
+	}
+	return 0;
+}
+
+/* Frames open at a stream's end (threads still running, main calling exit,
+ * a crash) last until its last tick, as in the flat profile. */
+static int end_trace(struct hp_drive *d, const struct hp_analysis *a)
+{
+	d->a = a;
+	for (size_t i = 0; i < d->nts; i++) {
+		struct tstate *s = &d->ts[i];
+		if (!s->vt)
+			continue;
+		uint64_t last = s->last_tick;
+		if (i < a->prof.nstreams && a->prof.streams[i].last_tick > last)
+			last = a->prof.streams[i].last_tick;
+		if (close_all(d, s, last, 0))
+			return -1;
+		if (i < a->info.nstreams) {
+			s->vt->tid = a->info.streams[i].tid;
+			snprintf(s->vt->name, sizeof(s->vt->name), "%s", a->info.streams[i].name);
+		}
+	}
+	size_t iter = 0;
+	const char *why;
+	while (d->sym && (why = hp_symbols_next_problem(d->sym, &iter)))
+		if (hp_rows_add_problem(&d->fns.rows, why))
+			return -1;
+	return 0;
+}
+
+static void forget_trace(struct hp_drive *d)
+{
+	for (size_t i = 0; i < d->nts; i++) {
+		free(d->ts[i].f);
+		hp_opencount_free(&d->ts[i].open);
+	}
+	free(d->ts);
+	d->ts = NULL;
+	d->nts = 0;
+	free(d->gfn);
+	d->gfn = NULL;
+	d->ngfn = 0;
+	hp_symbols_free(d->sym);
+	d->sym = NULL;
+	d->began = 0;
+}
+
+static int drive_trace(struct hp_drive *d, const char *path, struct hp_analysis *a)
+{
+	if (hp_analyze(path, d->o->analyze_flags, on_events, d, a, d->err, d->errlen))
+		return -1;
+	int rc = 0;
+	if (!d->began)
+		rc = begin_trace(d, a);
+	if (!rc)
+		rc = end_trace(d, a);
+	if (rc && !strstr(d->err, path)) {
+		char why[512];
+		snprintf(why, sizeof(why), "%s", *d->err ? d->err : "out of memory");
+		snprintf(d->err, d->errlen, "%s: %s", path, why);
+	}
+	return rc;
+}
+
+static int filtering(const struct hp_filter *f)
+{
+	return f->thread || f->depth || f->has_function || f->has_exclude || f->min_ns || f->has_time;
+}
+
+static void tell(const struct hp_drive *d)
+{
+	if (!d->o->warn)
+		return;
+	for (size_t i = 0; i < d->fns.rows.nproblems; i++)
+		d->o->warn(d->fns.rows.problem[i]);
+	if (filtering(&d->o->filter) && !d->shown)
+		d->o->warn("no call passes the filters (--thread, --depth, --function, --exclude, --min, --time): nothing to show");
+}
+
+int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_view *v,
+	     char *err, size_t errlen)
+{
+	struct hp_drive d = { .o = o, .v = v, .err = err, .errlen = errlen };
+	*err = 0;
+	v->d = &d;
+	int rc = v->ops->open ? v->ops->open(v, err, errlen) : 0;
+	struct hp_analysis a, last = { 0 };
+	int have_last = 0;
+	for (int i = 0; i < npaths && !rc; i++) {
+		d.trace = (uint32_t)i;
+		rc = drive_trace(&d, paths[i], &a);
+		forget_trace(&d);
+		if (rc)
+			break;
+		if (have_last)
+			hp_analysis_free(&last);
+		last = a;
+		have_last = 1;
+	}
+	d.a = have_last ? &last : NULL;
+	if (!rc && hp_fntab_label(&d.fns)) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+	}
+	if (!rc)
+		tell(&d);
+	if (!rc && v->ops->end)
+		rc = v->ops->end(v, err, errlen);
+	if (v->ops->close)
+		v->ops->close(v);
+	if (have_last)
+		hp_analysis_free(&last);
+	for (uint32_t i = 0; i < d.nthreads; i++)
+		free(d.threads[i]);
+	free(d.threads);
+	free(d.fnflags);
+	hp_fntab_free(&d.fns);
+	v->d = NULL;
+	return rc;
+}
+
+const struct hp_fntab *hp_drive_fns(const struct hp_drive *d) { return &d->fns; }
+uint32_t hp_drive_nthreads(const struct hp_drive *d) { return d->nthreads; }
+struct hp_vthread *hp_drive_thread(const struct hp_drive *d, uint32_t id)
+{
+	return id < d->nthreads ? d->threads[id] : NULL;
+}
+const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d) { return d->a; }
+uint64_t hp_drive_shown(const struct hp_drive *d) { return d->shown; }

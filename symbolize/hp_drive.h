@@ -1,0 +1,74 @@
+/*
+ * hp_drive.h - the analysis driver: reads traces one after the other,
+ * decodes their events, names their functions (hp_fntab.h), keeps each
+ * thread's stack, applies the filters every view shares, and hands a view
+ * (hp_view.h) the calls it is to show. Memory grows with functions,
+ * threads and depth, never with events.
+ *
+ * The filters: a call is shown unless
+ *  - its thread is not the one asked for (--thread=TID|NAME);
+ *  - it is of a function --exclude matches (its time goes to its caller,
+ *    its callees hang from its caller);
+ *  - --function is given and neither it nor a caller matches;
+ *  - it starts outside the --time window;
+ *  - it lies --depth or more shown calls deep;
+ *  - it took less than --min (then so did its callees: none is shown).
+ * A shown call's self time is its time less that of its shown callees.
+ */
+#ifndef HP_DRIVE_H
+#define HP_DRIVE_H
+
+#include <regex.h>
+#include <stdint.h>
+
+#include "hp_analyze.h"
+#include "hp_fntab.h"
+#include "hp_view.h"
+
+struct hp_filter {
+	const char *thread;   /* a tid in decimal, or a thread name; NULL: all */
+	uint32_t depth;       /* 0: no limit */
+	int has_function, has_exclude;
+	regex_t function, exclude; /* extended, matched against the printed name */
+	double min_ns;        /* 0: none */
+	int has_time;
+	double from_ns, to_ns;
+};
+
+struct hp_drive_opts {
+	int analyze_flags;    /* HP_ANALYZE_* */
+	struct hp_filter filter;
+	/* Told each thing the user should know, one line each: why some names
+	 * are module+0xoffset, a filter that matched nothing. May be NULL. */
+	void (*warn)(const char *line);
+};
+
+/* Parses one of the filter options (argument of getopt_long's name `opt`:
+ * "thread", "depth", "function", "exclude", "min", "time") into f.
+ * 0, or -1 with a one-line reason in err. */
+int hp_filter_set(struct hp_filter *f, const char *opt, const char *arg, char *err, size_t errlen);
+void hp_filter_free(struct hp_filter *f);
+/* "2us", "1.5ms", "3s", "250" (ns): 0, or -1 if s is no duration. */
+int hp_parse_duration(const char *s, double *ns);
+
+struct hp_drive;
+
+/*
+ * Runs view over the traces: open, then per trace its trace callback and
+ * every shown call, then end. 0, or -1 with a one-line reason naming the
+ * trace in err. The view is closed before returning either way.
+ */
+int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_view *v,
+	     char *err, size_t errlen);
+
+/* For views, while they run. */
+const struct hp_fntab *hp_drive_fns(const struct hp_drive *d);
+/* The threads seen so far, by id. */
+uint32_t hp_drive_nthreads(const struct hp_drive *d);
+struct hp_vthread *hp_drive_thread(const struct hp_drive *d, uint32_t id);
+/* The analysis of the trace being read (in end: of the last one). */
+const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d);
+/* Shown calls, per trace read (a filter that matched nothing says so). */
+uint64_t hp_drive_shown(const struct hp_drive *d);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * hp_view.h - the seam between the analysis driver (hp_drive.h) and what it
+ * shows. A view is one file that fills a struct hp_view_ops and is listed
+ * in hp_views.c; the driver decodes each trace, names its functions, applies
+ * the filters and hands the view every shown call as an enter and an exit,
+ * properly nested per thread, with times in nanoseconds.
+ *
+ * Within a thread, calls come in order. Across threads they come in the
+ * order of the file's records (each a run of one thread's events), unless
+ * the view asks for HP_VIEW_TIME_ORDER, which merges threads by time.
+ */
+#ifndef HP_VIEW_H
+#define HP_VIEW_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hp_fntab.h"
+
+struct hp_drive;
+struct hp_analysis;
+
+/* A thread of one of the traces read. */
+struct hp_vthread {
+	uint32_t id;       /* dense over every trace read, in order of first event */
+	uint32_t trace;    /* index of its trace in the paths given */
+	uint32_t stream;   /* in its trace */
+	uint32_t pid, tid;
+	char name[64];     /* "" unless the trace named it (final at end) */
+	const char *process; /* the program's name */
+	void *data;        /* the view's own, per thread; NULL at first */
+};
+
+/* A call as views see it. Times in ns from the start of its trace (its
+ * first CLOCK record); end, dur and self only at exit. */
+struct hp_vframe {
+	uint32_t fn;       /* hp_drive_fns(d): name, module, file */
+	uint32_t depth;    /* shown frames below it in its thread: 0 a root */
+	double start;
+	double end, dur;
+	double self;       /* dur less the time of its shown callees */
+	int outermost;     /* no shown frame of fn below it in its thread */
+	int leaf;          /* at exit: it had no shown callee */
+	int lost;          /* at exit: its real exit was lost (a gap in the
+			    * trace); end is the last tick before it. Not a
+			    * call to count. */
+};
+
+/* What a command passes its view. */
+struct hp_view_opts {
+	const char *format;   /* --format=, one of the view's formats; never NULL */
+	char **args;          /* the command's own operands (graph FUNC...) */
+	int nargs;
+	unsigned long limit;  /* --limit=N, 0: all */
+	int sort;             /* enum hp_sort, for views that sort */
+};
+
+struct hp_view {
+	const struct hp_view_ops *ops;
+	const struct hp_view_opts *opts;
+	struct hp_drive *d;
+	FILE *out;
+	void *state;          /* the view's */
+};
+
+enum hp_view_flags {
+	HP_VIEW_TIME_ORDER = 1, /* threads merged by time */
+	HP_VIEW_BINARY = 2,     /* writes bytes: never to a terminal */
+	HP_VIEW_EXPORT = 4,     /* a format of `hookprof export`, not a command */
+};
+
+struct hp_view_ops {
+	const char *name;     /* the command, or the export format */
+	const char *summary;  /* one line for --help */
+	const char *help;     /* the view's own options and formats, for --help;
+			       * lines of "  --opt   what it does\n"; may be NULL */
+	const char *formats;  /* the --format values it takes, "|"-separated
+			       * ("table|csv"), first the default; NULL: none */
+	/* The operands it takes besides traces, for --help ("[FUNC...]"): an
+	 * operand that is no file or directory goes to opts->args. NULL: traces only. */
+	const char *operands;
+	unsigned flags;
+	/* Each returns 0, or -1 with a one-line reason in err (hp_view_fail). */
+	int (*open)(struct hp_view *v, char *err, size_t errlen);
+	/* A trace begins: its analysis so far (info with modules and timebase). */
+	int (*trace)(struct hp_view *v, const struct hp_analysis *a, char *err, size_t errlen);
+	int (*enter)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
+	int (*exit)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
+	/* Every trace read: write what is left. */
+	int (*end)(struct hp_view *v, char *err, size_t errlen);
+	void (*close)(struct hp_view *v);
+};
+
+/* The views, by name; NULL if none is called so. */
+const struct hp_view_ops *hp_view_find(const char *name);
+/* Every view, NULL-terminated, for help texts. */
+extern const struct hp_view_ops *const hp_views[];
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * hp_view_folded.c - Brendan Gregg's folded stacks: one line per call path,
+ * "main;work;leaf 1234", the value the path's self time in nanoseconds;
+ * what flamegraph.pl, inferno and speedscope read. A ';' in a name (none
+ * in C or C++ names) would split it: it is written as ':'.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp_calltree.h"
+#include "hp_drive.h"
+
+struct folded {
+	struct hp_calltree tree;
+	char *path;        /* the names of the nodes walked so far, by depth */
+	size_t *len_at;    /* path's length before the name at each depth */
+	size_t cap, depth_cap;
+};
+
+static int open_folded(struct hp_view *v, char *err, size_t errlen)
+{
+	struct folded *f = calloc(1, sizeof(*f));
+	if (!f || hp_calltree_init(&f->tree)) {
+		free(f);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	v->state = f;
+	return 0;
+}
+
+static int enter_folded(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *fr)
+{
+	struct folded *f = v->state;
+	struct hp_cpath *p = hp_cpath_of(t);
+	return p ? hp_calltree_enter(&f->tree, p, fr) : -1;
+}
+
+static int exit_folded(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *fr)
+{
+	struct folded *f = v->state;
+	return hp_calltree_exit(&f->tree, t->data, fr) == HP_CNODE_NONE ? -1 : 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 256;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * size);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+struct walk {
+	struct folded *f;
+	const struct hp_fntab *fns;
+	FILE *out;
+};
+
+static int line_of(void *arg, const struct hp_calltree *t, uint32_t id)
+{
+	struct walk *w = arg;
+	struct folded *f = w->f;
+	const struct hp_cnode *c = &t->node[id];
+	size_t dcap = f->depth_cap;
+	if (grow((void **)&f->len_at, &dcap, (size_t)c->depth + 1, sizeof(*f->len_at)))
+		return -1;
+	f->depth_cap = dcap;
+	size_t at = c->depth ? f->len_at[c->depth - 1] : 0;
+	const char *name = hp_fntab_name(w->fns, c->fn);
+	size_t n = strlen(name);
+	if (grow((void **)&f->path, &f->cap, at + n + 2, 1))
+		return -1;
+	if (c->depth)
+		f->path[at++] = ';';
+	for (size_t i = 0; i < n; i++)
+		f->path[at + i] = name[i] == ';' ? ':' : name[i];
+	f->len_at[c->depth] = at + n;
+	unsigned long long self = (unsigned long long)(c->self + 0.5);
+	if (c->calls && self)
+		fprintf(w->out, "%.*s %llu\n", (int)(at + n), f->path, self);
+	return ferror(w->out) ? -1 : 0;
+}
+
+static int end_folded(struct hp_view *v, char *err, size_t errlen)
+{
+	struct walk w = { v->state, hp_drive_fns(v->d), v->out };
+	if (hp_calltree_walk(&w.f->tree, line_of, &w)) {
+		snprintf(err, errlen, "out of memory, or the output could not be written");
+		return -1;
+	}
+	return 0;
+}
+
+static void close_folded(struct hp_view *v)
+{
+	struct folded *f = v->state;
+	if (v->d)
+		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
+			struct hp_vthread *t = hp_drive_thread(v->d, i);
+			hp_cpath_free(t->data);
+			t->data = NULL;
+		}
+	if (f) {
+		hp_calltree_free(&f->tree);
+		free(f->path);
+		free(f->len_at);
+	}
+	free(f);
+	v->state = NULL;
+}
+
+const struct hp_view_ops hp_view_folded = {
+	.name = "folded",
+	.summary = "folded stacks (a;b;c SELF_NS), for flamegraph.pl, inferno and speedscope",
+	.flags = HP_VIEW_EXPORT,
+	.open = open_folded,
+	.enter = enter_folded,
+	.exit = exit_folded,
+	.end = end_folded,
+	.close = close_folded,
+};

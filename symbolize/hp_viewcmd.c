@@ -1,0 +1,233 @@
+/*
+ * hp_viewcmd.c - the commands that run a view over traces: tree, graph,
+ * replay and export. They share the options (hp_viewcmd.h); what differs
+ * is which view, which formats, and what the operands are.
+ */
+#define _GNU_SOURCE
+#include "hp_viewcmd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hp_cli.h"
+#include "hp_drive.h"
+
+#define ERRLEN 1024
+
+static const char common_help[] =
+	"  -o, --output=FILE     write there instead of to standard output\n"
+	"  --partial             read a trace with no end record, or one cut short\n"
+	"filters (every view and report):\n"
+	"  --thread=TID|NAME     only that thread\n"
+	"  --depth=N             only calls fewer than N shown calls deep\n"
+	"  --function=REGEX      only calls of matching functions and what they call\n"
+	"  --exclude=REGEX       hide matching functions (their time goes to their caller)\n"
+	"  --min=DURATION        hide calls shorter than that (500ns, 2us, 1.5ms, 3s)\n"
+	"  --time=FROM,TO        only calls that start in that window (seconds from the start)\n"
+	"  -h, --help            this text\n";
+
+static void warn_line(const char *line)
+{
+	fprintf(stderr, "hookprof: warning: %s\n", line);
+}
+
+/* A format the view takes: one of its "|"-separated formats. */
+static int takes_format(const struct hp_view_ops *ops, const char *format)
+{
+	const char *p = ops->formats;
+	size_t n = strlen(format);
+	while (p && *p) {
+		const char *bar = strchr(p, '|');
+		size_t len = bar ? (size_t)(bar - p) : strlen(p);
+		if (len == n && !strncmp(p, format, n))
+			return 1;
+		p = bar ? bar + 1 : NULL;
+	}
+	return 0;
+}
+
+static char *default_format(const struct hp_view_ops *ops)
+{
+	const char *p = ops->formats ? ops->formats : ops->name;
+	return strndup(p, strcspn(p, "|"));
+}
+
+static void print_help(const char *command, const struct hp_view_ops *ops)
+{
+	if (!strcmp(command, "export")) {
+		printf("usage: hookprof export --format=FORMAT [options] [TRACE|DIR...]\n"
+		       "  writes the traces (merged; no TRACE: the newest *.hookprof here) for\n"
+		       "  another viewer. FORMAT:\n");
+		for (size_t i = 0; hp_views[i]; i++)
+			if (hp_views[i]->flags & HP_VIEW_EXPORT)
+				printf("    %-12s %s\n", hp_views[i]->name, hp_views[i]->summary);
+	} else {
+		printf("usage: hookprof %s [options] %s\n  %s\n", command,
+		       ops->operands ? ops->operands : "[TRACE|DIR...]", ops->summary);
+		if (ops->formats && strchr(ops->formats, '|'))
+			printf("  --format=%s (default %.*s)\n", ops->formats,
+			       (int)strcspn(ops->formats, "|"), ops->formats);
+	}
+	if (ops && ops->help)
+		fputs(ops->help, stdout);
+	fputs(common_help, stdout);
+}
+
+struct cmdline {
+	const char *format;
+	const char *output;
+	int partial;
+	struct hp_view_opts vo;
+	struct hp_drive_opts dopts;
+	char **operands;
+	int noperands;
+};
+
+static int parse(int argc, char **argv, const char *command, const struct hp_view_ops *ops,
+		 struct cmdline *c)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' },
+		{ "partial", no_argument, NULL, 'p' },      { "limit", required_argument, NULL, 'l' },
+		{ "sort", required_argument, NULL, 's' },   { "thread", required_argument, NULL, 'F' },
+		{ "depth", required_argument, NULL, 'F' },  { "function", required_argument, NULL, 'F' },
+		{ "exclude", required_argument, NULL, 'F' }, { "min", required_argument, NULL, 'F' },
+		{ "time", required_argument, NULL, 'F' },   { "help", no_argument, NULL, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	char err[ERRLEN], *end;
+	int ch, index;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "ho:", opts, &index)) != -1) {
+		switch (ch) {
+		case 'f': c->format = optarg; break;
+		case 'o': c->output = optarg; break;
+		case 'p': c->partial = 1; break;
+		case 'l':
+			c->vo.limit = strtoul(optarg, &end, 10);
+			if (*end || !*optarg)
+				return hp_cli_usage_error("--limit must be a number, not '%s'", optarg);
+			break;
+		case 's':
+			if (hp_cli_parse_sort(optarg, (enum hp_sort *)&c->vo.sort))
+				return hp_cli_usage_error("--sort must be self, total, calls, avg, max or name, not '%s'", optarg);
+			break;
+		case 'F':
+			if (hp_filter_set(&c->dopts.filter, opts[index].name, optarg, err, sizeof(err)))
+				return hp_cli_usage_error("%s", err);
+			break;
+		case 'h': print_help(command, ops); return -1;
+		default: return hp_cli_usage_error("bad option for %s", command);
+		}
+	}
+	c->operands = argv + optind;
+	c->noperands = argc - optind;
+	return 0;
+}
+
+/* Operands naming a file or a directory are traces; the others go to the
+ * view (graph's functions), if it takes any. */
+static int split_operands(struct cmdline *c, const struct hp_view_ops *ops, char **traces,
+			  int *ntraces)
+{
+	*ntraces = 0;
+	c->vo.args = c->operands;
+	c->vo.nargs = 0;
+	for (int i = 0; i < c->noperands; i++) {
+		struct stat st;
+		char *arg = c->operands[i];
+		if (!ops->operands || !stat(arg, &st))
+			traces[(*ntraces)++] = arg;
+		else
+			c->vo.args[c->vo.nargs++] = arg;
+	}
+	return 0;
+}
+
+static FILE *open_output(const struct cmdline *c, const struct hp_view_ops *ops, char *err,
+			 size_t errlen)
+{
+	if (!c->output || !strcmp(c->output, "-")) {
+		if ((ops->flags & HP_VIEW_BINARY) && isatty(STDOUT_FILENO)) {
+			snprintf(err, errlen, "%s output is binary: give -o FILE, or redirect it", ops->name);
+			return NULL;
+		}
+		return stdout;
+	}
+	FILE *f = fopen(c->output, "w");
+	if (!f)
+		snprintf(err, errlen, "%s: %s", c->output, strerror(errno));
+	return f;
+}
+
+static int close_output(FILE *out, const struct cmdline *c, int failed, char *err, size_t errlen)
+{
+	int bad = fflush(out) != 0 || ferror(out);
+	if (out != stdout && fclose(out))
+		bad = 1;
+	if (bad && !failed)
+		snprintf(err, errlen, "%s: could not be written", c->output ? c->output : "standard output");
+	if ((bad || failed) && out != stdout)
+		unlink(c->output); /* no half file left that looks whole */
+	return bad;
+}
+
+static int run(struct cmdline *c, const struct hp_view_ops *ops)
+{
+	char err[ERRLEN] = "";
+	int ntraces;
+	char **traces = calloc((size_t)c->noperands + 1, sizeof(*traces));
+	if (!traces)
+		return hp_cli_print_error("out of memory");
+	split_operands(c, ops, traces, &ntraces);
+	struct hp_cli_names all = { 0 };
+	int rc = hp_cli_traces(traces, ntraces, &all, err, sizeof(err));
+	free(traces);
+	FILE *out = rc ? NULL : open_output(c, ops, err, sizeof(err));
+	if (!out) {
+		hp_cli_names_free(&all);
+		return hp_cli_print_error(err);
+	}
+	c->dopts.analyze_flags = c->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0;
+	c->dopts.warn = warn_line;
+	struct hp_view v = { .ops = ops, .opts = &c->vo, .out = out };
+	int failed = hp_drive(all.v, (int)all.n, &c->dopts, &v, err, sizeof(err)) != 0;
+	failed |= close_output(out, c, failed, err, sizeof(err));
+	hp_cli_names_free(&all);
+	return failed ? hp_cli_print_error(err) : 0;
+}
+
+int hp_viewcmd_run(const char *command, int argc, char **argv)
+{
+	const struct hp_view_ops *ops = strcmp(command, "export") ? hp_view_find(command) : NULL;
+	struct cmdline c = { 0 };
+	int rc = parse(argc, argv, command, ops, &c);
+	if (rc) {
+		hp_filter_free(&c.dopts.filter);
+		return rc < 0 ? 0 : rc;
+	}
+	char *format = NULL;
+	if (!ops) { /* export: the format names the view */
+		if (!c.format)
+			rc = hp_cli_usage_error("%s", "export needs --format=FORMAT (hookprof export --help lists them)");
+		else if (!(ops = hp_view_find(c.format)) || !(ops->flags & HP_VIEW_EXPORT))
+			rc = hp_cli_usage_error("export: no format '%s' (hookprof export --help lists them)", c.format);
+	} else if (c.format && !takes_format(ops, c.format)) {
+		char what[256];
+		snprintf(what, sizeof(what), "%s: --format must be %s, not '%%s'", command,
+			 ops->formats ? ops->formats : ops->name);
+		rc = hp_cli_usage_error(what, c.format);
+	}
+	if (!rc) {
+		c.vo.format = c.format ? c.format : (format = default_format(ops));
+		rc = c.vo.format ? run(&c, ops) : hp_cli_print_error("out of memory");
+	}
+	free(format);
+	hp_filter_free(&c.dopts.filter);
+	return rc;
+}
