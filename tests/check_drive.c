@@ -1,0 +1,337 @@
+/*
+ * check_drive.c - the analysis driver on traces written by hand: what a
+ * view is handed (enters and exits, depth, self, outermost) with no filter
+ * and with each filter, threads, frames left open, several traces, and
+ * options that are refused.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp_format.h"
+#include "testkit.h"
+
+#include "../symbolize/hp_drive.h"
+
+#define EVENTS(b, stream, count, ...)                                    \
+	do {                                                             \
+		static const uint8_t d_[] = { __VA_ARGS__ };             \
+		tk_events_rec(b, stream, count, d_, sizeof(d_));         \
+	} while (0)
+
+static char top[PATH_MAX - 64];
+static char dir[PATH_MAX];
+static char path[PATH_MAX + 64], path2[PATH_MAX + 64];
+static char err[1024];
+static struct tk_bytes file;
+
+/* ---- a view that writes down what it is handed ------------------------- */
+
+static char log_buf[4096];
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	size_t n = strlen(log_buf);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(log_buf + n, sizeof(log_buf) - n, fmt, ap);
+	va_end(ap);
+}
+
+static const char *name_of(struct hp_view *v, uint32_t fn)
+{
+	return hp_fntab_name(hp_drive_fns(v->d), fn);
+}
+
+static int log_enter(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f)
+{
+	say("t%u>%s/%u@%.0f%s ", t->tid, name_of(v, f->fn), f->depth, f->start,
+	    f->outermost ? "" : "r");
+	return 0;
+}
+
+static int log_exit(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f)
+{
+	say("t%u<%s/%u=%.0f,%.0f%s%s ", t->tid, name_of(v, f->fn), f->depth, f->dur, f->self,
+	    f->leaf ? "" : "+", f->lost ? "!" : "");
+	return 0;
+}
+
+static const struct hp_view_ops log_ops = {
+	.name = "log", .enter = log_enter, .exit = log_exit,
+};
+
+static const char *warned;
+static void warn(const char *line) { warned = line; }
+
+/* Runs the log view over path (and path2 if two) with the filters given as
+ * "name=value" strings, NULL-terminated. */
+static int drive_with(int ntraces, const char *const *filters)
+{
+	struct hp_drive_opts o = { .warn = warn };
+	for (size_t i = 0; filters && filters[i]; i++) {
+		char opt[32];
+		const char *eq = strchr(filters[i], '=');
+		snprintf(opt, sizeof(opt), "%.*s", (int)(eq - filters[i]), filters[i]);
+		ck_assert_msg(!hp_filter_set(&o.filter, opt, eq + 1, err, sizeof(err)), "%s", err);
+	}
+	struct hp_view_opts vo = { .format = "log" };
+	struct hp_view v = { .ops = &log_ops, .opts = &vo, .out = stdout };
+	char *paths[] = { path, path2 };
+	log_buf[0] = 0;
+	warned = NULL;
+	int rc = hp_drive(paths, ntraces, &o, &v, err, sizeof(err));
+	hp_filter_free(&o.filter);
+	return rc;
+}
+
+#define DRIVE(...)                                                          \
+	do {                                                                \
+		static const char *const f_[] = { __VA_ARGS__, NULL };      \
+		tk_save(path, &file);                                       \
+		ck_assert_msg(drive_with(1, f_) == 0, "hp_drive: %s", err); \
+	} while (0)
+
+#define EXPECT(want) ck_assert_str_eq(log_buf, want)
+
+static void setup(void)
+{
+	tk_make_test_dir(dir, sizeof(dir), top);
+	snprintf(path, sizeof(path), "%s/t.hookprof", dir);
+	snprintf(path2, sizeof(path2), "%s/u.hookprof", dir);
+	memset(&file, 0, sizeof(file));
+	err[0] = 0;
+}
+
+static void teardown(void)
+{
+	free(file.p);
+	tk_remove_tree(dir);
+}
+
+static void process_rec(struct tk_bytes *b)
+{
+	static const char *const argv[] = { "prog" };
+	tk_process_rec(b, 4321, HP_CLOCK_MONOTONIC, 1700000000000000000ull, 0, "/bin/prog", 1, argv);
+}
+
+/* Thread 100: A @100 { A @110 { B @130 { A @160-170 } @200 } @230 } @300;
+ * in ns, the monotonic clock's ticks. A is 0x10, B 0x20. */
+static void recursion(struct tk_bytes *b)
+{
+	tk_header(b);
+	process_rec(b);
+	tk_clock_rec(b, 0, 0);
+	tk_thread_rec(b, 0, 100, "main");
+	EVENTS(b, 0, 4, 0x43, 0x10, 0x43, 0x20, 0x00, 0x64, 0x00, 0x0a, 0x01, 0x14, 0x00, 0x1e);
+	EVENTS(b, 0, 4, 0x8a, 0x9e, 0x9e, 0x40, 0x8c, 0x01);
+	tk_end_rec(b, 8, 0, 1);
+}
+
+/* ---------------------------------------------------------------- core */
+
+START_TEST(test_every_call_unfiltered)
+{
+	recursion(&file);
+	DRIVE(NULL);
+	EXPECT("t100>0x10/0@100 t100>0x10/1@110r t100>0x20/2@130 t100>0x10/3@160r "
+	       "t100<0x10/3=10,10 t100<0x20/2=70,60+ t100<0x10/1=120,50+ t100<0x10/0=200,80+ ");
+	ck_assert_ptr_null(warned);
+}
+END_TEST
+
+START_TEST(test_exclude_gives_time_to_caller)
+{
+	recursion(&file);
+	DRIVE("exclude=^0x20$");
+	EXPECT("t100>0x10/0@100 t100>0x10/1@110r t100>0x10/2@160r "
+	       "t100<0x10/2=10,10 t100<0x10/1=120,110+ t100<0x10/0=200,80+ ");
+}
+END_TEST
+
+START_TEST(test_depth_hides_deeper_calls)
+{
+	recursion(&file);
+	DRIVE("depth=2");
+	EXPECT("t100>0x10/0@100 t100>0x10/1@110r t100<0x10/1=120,120 t100<0x10/0=200,80+ ");
+}
+END_TEST
+
+START_TEST(test_min_sends_enters_late_in_order)
+{
+	recursion(&file);
+	DRIVE("min=50ns");
+	EXPECT("t100>0x10/0@100 t100>0x10/1@110r t100>0x20/2@130 "
+	       "t100<0x20/2=70,70 t100<0x10/1=120,50+ t100<0x10/0=200,80+ ");
+}
+END_TEST
+
+START_TEST(test_function_shows_its_subtree_only)
+{
+	recursion(&file);
+	DRIVE("function=^0x20$");
+	/* B is the root now; the A it calls is outermost among shown frames */
+	EXPECT("t100>0x20/0@130 t100>0x10/1@160 t100<0x10/1=10,10 t100<0x20/0=70,60+ ");
+}
+END_TEST
+
+START_TEST(test_time_window)
+{
+	recursion(&file);
+	DRIVE("time=0.000000150,1");
+	EXPECT("t100>0x10/0@160 t100<0x10/0=10,10 ");
+}
+END_TEST
+
+START_TEST(test_filter_matching_nothing_warns)
+{
+	recursion(&file);
+	DRIVE("function=nothing-is-called-so");
+	EXPECT("");
+	ck_assert_ptr_nonnull(warned);
+	ck_assert_ptr_nonnull(strstr(warned, "no call"));
+}
+END_TEST
+
+/* Thread 100 "main" and 101 "worker", records interleaved, frames open
+ * across the other's records (as check_analyze.c's interleaved()). */
+static void two_threads(struct tk_bytes *b)
+{
+	tk_header(b);
+	process_rec(b);
+	tk_clock_rec(b, 0, 0);
+	tk_thread_rec(b, 0, 100, "main");
+	tk_thread_rec(b, 1, 101, "worker");
+	EVENTS(b, 0, 1, 0x43, 0x10, 0x00, 0x0a);                    /* A @10 */
+	EVENTS(b, 1, 2, 0x43, 0x20, 0x01, 0xe8, 0x07, 0x00, 0x05);  /* B @1000, A @1005 */
+	EVENTS(b, 0, 3, 0x01, 0x0a, 0x85, 0x8f);                    /* B @20-25, A ends @40 */
+	EVENTS(b, 1, 2, 0x85, 0xda);                                /* A ends @1010, B @1100 */
+	tk_end_rec(b, 8, 0, 2);
+}
+
+START_TEST(test_threads_nest_on_their_own)
+{
+	two_threads(&file);
+	DRIVE(NULL);
+	EXPECT("t100>0x10/0@10 t101>0x20/0@1000 t101>0x10/1@1005 t100>0x20/1@20 "
+	       "t100<0x20/1=5,5 t100<0x10/0=30,25+ t101<0x10/1=5,5 t101<0x20/0=100,95+ ");
+}
+END_TEST
+
+START_TEST(test_thread_by_name_and_tid)
+{
+	two_threads(&file);
+	DRIVE("thread=worker");
+	EXPECT("t101>0x20/0@1000 t101>0x10/1@1005 t101<0x10/1=5,5 t101<0x20/0=100,95+ ");
+	DRIVE("thread=100");
+	EXPECT("t100>0x10/0@10 t100>0x20/1@20 t100<0x20/1=5,5 t100<0x10/0=30,25+ ");
+}
+END_TEST
+
+START_TEST(test_open_frames_close_at_the_end)
+{
+	/* no exit recorded for A (main called exit()): closed at the stream's
+	 * last tick, as the flat profile does */
+	tk_header(&file);
+	process_rec(&file);
+	tk_clock_rec(&file, 0, 0);
+	EVENTS(&file, 0, 3, 0x43, 0x10, 0x43, 0x20, 0x00, 0x0a, 0x01, 0x0a, 0x40, 0x3c);
+	tk_end_rec(&file, 3, 0, 1);
+	DRIVE(NULL);
+	EXPECT("t0>0x10/0@10 t0>0x20/1@20 t0<0x20/1=30,30 t0<0x10/0=40,10+ ");
+}
+END_TEST
+
+START_TEST(test_two_traces_share_functions)
+{
+	recursion(&file);
+	tk_save(path2, &file);
+	tk_save(path, &file);
+	ck_assert_msg(drive_with(2, NULL) == 0, "%s", err);
+	/* the same names: one function table, threads numbered apart */
+	ck_assert_uint_eq(strlen(log_buf) % 2, 0);
+	const char *second = strstr(log_buf + 1, "t100>0x10/0@100 ");
+	ck_assert_ptr_nonnull(second);
+	ck_assert_int_eq(strncmp(log_buf, second, (size_t)(second - log_buf)), 0);
+}
+END_TEST
+
+/* -------------------------------------------------------------- limits */
+
+START_TEST(test_bad_filters_refused)
+{
+	struct hp_filter f = { 0 };
+	ck_assert_int_eq(hp_filter_set(&f, "depth", "0", err, sizeof(err)), -1);
+	ck_assert_int_eq(hp_filter_set(&f, "depth", "x", err, sizeof(err)), -1);
+	ck_assert_int_eq(hp_filter_set(&f, "min", "2 parsecs", err, sizeof(err)), -1);
+	ck_assert_int_eq(hp_filter_set(&f, "time", "3,1", err, sizeof(err)), -1);
+	ck_assert_int_eq(hp_filter_set(&f, "time", "1", err, sizeof(err)), -1);
+	ck_assert_int_eq(hp_filter_set(&f, "function", "(", err, sizeof(err)), -1);
+	ck_assert_ptr_null(strchr(err, '\n'));
+	ck_assert_int_eq(hp_filter_set(&f, "function", "a|b", err, sizeof(err)), 0);
+	hp_filter_free(&f);
+}
+END_TEST
+
+START_TEST(test_durations)
+{
+	double ns;
+	ck_assert_int_eq(hp_parse_duration("2us", &ns), 0);
+	ck_assert_double_eq(ns, 2000);
+	ck_assert_int_eq(hp_parse_duration("1.5ms", &ns), 0);
+	ck_assert_double_eq(ns, 1.5e6);
+	ck_assert_int_eq(hp_parse_duration("250", &ns), 0);
+	ck_assert_double_eq(ns, 250);
+	ck_assert_int_eq(hp_parse_duration("-1us", &ns), -1);
+	ck_assert_int_eq(hp_parse_duration("us", &ns), -1);
+}
+END_TEST
+
+START_TEST(test_missing_trace_named)
+{
+	char *paths[] = { path };
+	struct hp_drive_opts o = { 0 };
+	struct hp_view_opts vo = { .format = "log" };
+	struct hp_view v = { .ops = &log_ops, .opts = &vo, .out = stdout };
+	ck_assert_int_eq(hp_drive(paths, 1, &o, &v, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, path));
+	ck_assert_ptr_null(strchr(err, '\n'));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("drive");
+	TCase *core = tcase_create("core");
+	tcase_add_checked_fixture(core, setup, teardown);
+	tcase_add_test(core, test_every_call_unfiltered);
+	tcase_add_test(core, test_exclude_gives_time_to_caller);
+	tcase_add_test(core, test_depth_hides_deeper_calls);
+	tcase_add_test(core, test_min_sends_enters_late_in_order);
+	tcase_add_test(core, test_function_shows_its_subtree_only);
+	tcase_add_test(core, test_time_window);
+	tcase_add_test(core, test_filter_matching_nothing_warns);
+	tcase_add_test(core, test_threads_nest_on_their_own);
+	tcase_add_test(core, test_thread_by_name_and_tid);
+	tcase_add_test(core, test_open_frames_close_at_the_end);
+	tcase_add_test(core, test_two_traces_share_functions);
+	suite_add_tcase(s, core);
+	TCase *limits = tcase_create("limits");
+	tcase_add_checked_fixture(limits, setup, teardown);
+	tcase_add_test(limits, test_bad_filters_refused);
+	tcase_add_test(limits, test_durations);
+	tcase_add_test(limits, test_missing_trace_named);
+	suite_add_tcase(s, limits);
+	return s;
+}
+
+int main(void)
+{
+	return tk_run_suite_in_top_dir(suite(), top, sizeof(top), "check_drive");
+}
