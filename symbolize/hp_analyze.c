@@ -18,6 +18,7 @@ struct pass {
 	struct hp_funcmap *funcmap;  /* index (and tick) -> function id */
 	hp_event_fn on_events;
 	void *arg;
+	int flags;
 };
 
 static struct hp_dec_stream *decoder_of(struct pass *ps, uint32_t stream)
@@ -48,6 +49,14 @@ static int to_functions(struct pass *ps)
 	return hp_funcmap_apply(ps->funcmap, &ps->dict, ps->evbuf.ev, ps->evbuf.n, out);
 }
 
+static int profile(struct pass *ps, uint32_t stream)
+{
+	struct hp_analysis *a = ps->a;
+	if (ps->flags & HP_ANALYZE_NO_PROFILE)
+		return hp_profile_touch(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n);
+	return hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n);
+}
+
 static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size, char *err,
 			 size_t errlen)
 {
@@ -73,8 +82,7 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 		if (got < 0)
 			return -1;
 		n += got;
-		if (to_functions(ps) ||
-		    hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n)) {
+		if (to_functions(ps) || profile(ps, stream)) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
@@ -176,7 +184,7 @@ int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	if (!r)
 		return -1;
 	a->info.stream_limit = hp_trace_stream_limit(hp_reader_size(r));
-	struct pass ps = { .a = a, .on_events = on_events, .arg = arg };
+	struct pass ps = { .a = a, .on_events = on_events, .arg = arg, .flags = flags };
 	/* Its failure is the main pass's to report, at the same record. */
 	hp_trace_read_module_map(path, &a->info, err, errlen);
 	int rc = read_all(&ps, r, flags, err, errlen);

@@ -40,7 +40,9 @@ typedef int (*hp_event_fn)(void *arg, const struct hp_analysis *a, uint32_t stre
 
 /* ALLOW_PARTIAL: a trace without END is read, also one whose last record
  * was cut (every complete record before it is read; cut_at says where). */
-enum { HP_ANALYZE_ALLOW_PARTIAL = 1 };
+/* NO_PROFILE: the caller keeps its own account of the events (the driver):
+ * prof holds each stream's last tick only, and no crash_open frames. */
+enum { HP_ANALYZE_ALLOW_PARTIAL = 1, HP_ANALYZE_NO_PROFILE = 2 };
 
 /* 0, or -1 with a one-line reason naming the file in err; after a failure
  * *a holds nothing to free. */

@@ -30,6 +30,8 @@ static int rehash(struct hp_calltree *t)
 	return 0;
 }
 
+static uint32_t find_or_add(struct hp_calltree *t, uint32_t parent, uint32_t fn);
+
 static uint32_t new_node(struct hp_calltree *t, uint32_t parent, uint32_t fn)
 {
 	if (t->n == t->cap) {
@@ -44,7 +46,7 @@ static uint32_t new_node(struct hp_calltree *t, uint32_t parent, uint32_t fn)
 	struct hp_cnode *c = memset(&t->node[id], 0, sizeof(*c));
 	c->fn = fn;
 	c->parent = parent;
-	c->child = c->next = c->last = HP_CNODE_NONE;
+	c->child = c->next = c->last = c->hot = HP_CNODE_NONE;
 	c->min = -1;
 	if (parent != HP_CNODE_NONE) {
 		struct hp_cnode *p = &t->node[parent];
@@ -66,6 +68,17 @@ int hp_calltree_init(struct hp_calltree *t)
 }
 
 uint32_t hp_calltree_child(struct hp_calltree *t, uint32_t parent, uint32_t fn)
+{
+	uint32_t hot = t->node[parent].hot;
+	if (hot != HP_CNODE_NONE && t->node[hot].fn == fn)
+		return hot;
+	uint32_t id = find_or_add(t, parent, fn);
+	if (id != HP_CNODE_NONE)
+		t->node[parent].hot = id;
+	return id;
+}
+
+static uint32_t find_or_add(struct hp_calltree *t, uint32_t parent, uint32_t fn)
 {
 	if ((size_t)(t->n + 1) * 2 > t->slot_cap && rehash(t))
 		return HP_CNODE_NONE;

@@ -21,6 +21,7 @@ struct hp_cnode {
 	uint32_t parent;
 	uint32_t child, next;   /* first callee's node, next sibling's */
 	uint32_t last;          /* last callee's node */
+	uint32_t hot;           /* the callee's node found last: loops call the same one */
 	uint32_t depth;         /* 0 for the root's children */
 	uint64_t calls;
 	double total, self, min, max; /* ns */

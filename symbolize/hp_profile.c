@@ -124,6 +124,22 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 	return 0;
 }
 
+int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n)
+{
+	struct hp_pstream *s = get_stream(p, stream);
+	if (!s)
+		return -1;
+	for (size_t i = n; i-- > 0;)
+		if (ev[i].kind != HP_EV_RESET) {
+			if (!s->started || ev[i].tick > s->last_tick)
+				s->last_tick = ev[i].tick;
+			s->started = 1;
+			break;
+		}
+	s->events += n;
+	return 0;
+}
+
 void hp_profile_reached(struct hp_profile *p, uint32_t stream, uint64_t tick)
 {
 	struct hp_pstream *s = stream < p->nstreams ? &p->streams[stream] : NULL;

@@ -46,6 +46,8 @@ int hp_profile_init(struct hp_profile *p);
 /* Folds one decoded record of `stream` in. 0, or -1 out of memory. */
 int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n,
 		    size_t nfuncs);
+/* Only the stream's last tick, for a caller that keeps its own profile. */
+int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n);
 /* The stream's clock reached tick through something that is no event of
  * the profile's (an exit of a function entered before the trace began):
  * frames left open at the end last until there. */
