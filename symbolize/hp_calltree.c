@@ -1,6 +1,7 @@
 /*
  * hp_calltree.c - call paths as a trie with one hash table of (parent, fn).
  */
+#define _GNU_SOURCE
 #include "hp_calltree.h"
 
 #include <stdlib.h>
@@ -149,6 +150,49 @@ int hp_calltree_walk(const struct hp_calltree *t,
 			id = t->node[id].parent;
 		id = id == HP_CNODE_ROOT ? HP_CNODE_NONE : t->node[id].next;
 	}
+	return 0;
+}
+
+struct sort_by {
+	const struct hp_calltree *t;
+	int (*cmp)(const struct hp_calltree *t, uint32_t a, uint32_t b, void *arg);
+	void *arg;
+};
+
+static int by_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sort_by *s = arg;
+	return s->cmp(s->t, *(const uint32_t *)a, *(const uint32_t *)b, s->arg);
+}
+
+static void sort_children(struct hp_calltree *t, uint32_t id, uint32_t *ids, struct sort_by *s)
+{
+	struct hp_cnode *p = &t->node[id];
+	size_t n = 0;
+	for (uint32_t c = p->child; c != HP_CNODE_NONE; c = t->node[c].next)
+		ids[n++] = c;
+	if (n < 2)
+		return;
+	qsort_r(ids, n, sizeof(*ids), by_cmp, s);
+	p->child = ids[0];
+	for (size_t i = 0; i + 1 < n; i++)
+		t->node[ids[i]].next = ids[i + 1];
+	t->node[ids[n - 1]].next = HP_CNODE_NONE;
+	p->last = ids[n - 1];
+}
+
+int hp_calltree_sort(struct hp_calltree *t,
+		     int (*cmp)(const struct hp_calltree *t, uint32_t a, uint32_t b, void *arg),
+		     void *arg)
+{
+	/* One buffer for every node's callees: a node has fewer than n. */
+	uint32_t *ids = malloc((t->n ? t->n : 1) * sizeof(*ids));
+	if (!ids)
+		return -1;
+	struct sort_by s = { t, cmp, arg };
+	for (uint32_t i = 0; i < t->n; i++)
+		sort_children(t, i, ids, &s);
+	free(ids);
 	return 0;
 }
 
