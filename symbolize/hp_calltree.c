@@ -53,7 +53,7 @@ static uint32_t new_node(struct hp_calltree *t, uint32_t parent, uint32_t fn)
 	struct hp_cnode *c = memset(&t->node[id], 0, sizeof(*c));
 	c->fn = fn;
 	c->parent = parent;
-	c->child = c->next = c->last = HP_CNODE_NONE;
+	c->child = c->next = c->last = c->hot = HP_CNODE_NONE;
 	c->min = -1;
 	if (parent != HP_CNODE_NONE) {
 		struct hp_cnode *p = &t->node[parent];
@@ -74,7 +74,7 @@ int hp_calltree_init(struct hp_calltree *t)
 	return new_node(t, HP_CNODE_NONE, 0) == HP_CNODE_NONE ? -1 : 0;
 }
 
-uint32_t hp_calltree_child(struct hp_calltree *t, uint32_t parent, uint32_t fn)
+static uint32_t find_or_add(struct hp_calltree *t, uint32_t parent, uint32_t fn)
 {
 	if ((size_t)(t->n + 1) * 2 > t->slot_cap && rehash(t))
 		return HP_CNODE_NONE;
@@ -87,6 +87,17 @@ uint32_t hp_calltree_child(struct hp_calltree *t, uint32_t parent, uint32_t fn)
 	uint32_t id = new_node(t, parent, fn);
 	if (id != HP_CNODE_NONE)
 		t->slot[s] = id + 1;
+	return id;
+}
+
+uint32_t hp_calltree_child(struct hp_calltree *t, uint32_t parent, uint32_t fn)
+{
+	uint32_t hot = t->node[parent].hot;
+	if (hot != HP_CNODE_NONE && t->node[hot].fn == fn)
+		return hot;
+	uint32_t id = find_or_add(t, parent, fn);
+	if (id != HP_CNODE_NONE)
+		t->node[parent].hot = id; /* node may have moved: index again */
 	return id;
 }
 

@@ -22,6 +22,8 @@ struct hp_cnode {
 	uint32_t child, next;   /* first callee's node, next sibling's */
 	uint32_t last;          /* last callee's node */
 	uint32_t depth;         /* 0 for the root's children */
+	uint32_t hot;           /* the callee's node found last: a loop calls the
+				 * same callee again and again, so no hash then */
 	uint64_t calls;
 	double total, self, min, max; /* ns */
 };

@@ -39,8 +39,15 @@ struct fstat {
 	double total, self, max;
 };
 
+/* The edge to the callee found last, from a frame or a thread's root: a
+ * loop calls the same callee again and again, so no hash then. */
+struct hot {
+	uint32_t fn, edge;
+};
+
 struct gframe {
 	uint32_t fn, edge;
+	struct hot hot;
 	uint8_t outer;          /* no call along its edge is open below it */
 };
 
@@ -48,6 +55,7 @@ struct gframe {
 struct gthread {
 	struct gframe *f;
 	size_t depth, cap;
+	struct hot root_hot;
 	struct hp_opencount open;
 };
 
@@ -152,8 +160,13 @@ static int open_graph(struct hp_view *v, char *err, size_t errlen)
 static int enter_graph(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f)
 {
 	struct graph *g = v->state;
-	struct gthread *th = t->data ? t->data : (t->data = calloc(1, sizeof(*th)));
-	if (!th || !fstat_of(g, f->fn))
+	struct gthread *th = t->data;
+	if (!th) {
+		if (!(th = t->data = calloc(1, sizeof(*th))))
+			return -1;
+		th->root_hot.edge = UINT32_MAX;
+	}
+	if (!fstat_of(g, f->fn))
 		return -1;
 	if (th->depth == th->cap) {
 		size_t cap = th->cap ? th->cap * 2 : 64;
@@ -164,13 +177,16 @@ static int enter_graph(struct hp_view *v, struct hp_vthread *t, const struct hp_
 		th->cap = cap;
 	}
 	uint32_t caller = th->depth ? th->f[th->depth - 1].fn : ROOT_FN;
-	uint32_t e = edge_of(g, caller, f->fn);
+	struct hot *hot = th->depth ? &th->f[th->depth - 1].hot : &th->root_hot;
+	uint32_t e = hot->fn == f->fn && hot->edge != UINT32_MAX ? hot->edge : edge_of(g, caller, f->fn);
 	if (e == UINT32_MAX)
 		return -1;
+	*hot = (struct hot){ f->fn, e };
 	int64_t open = hp_opencount_add(&th->open, e);
 	if (open < 0)
 		return -1;
-	th->f[th->depth++] = (struct gframe){ .fn = f->fn, .edge = e, .outer = open == 0 };
+	th->f[th->depth++] = (struct gframe){ .fn = f->fn, .edge = e, .hot = { 0, UINT32_MAX },
+					      .outer = open == 0 };
 	return 0;
 }
 
