@@ -275,7 +275,7 @@ const struct hp_view_ops hp_view_tree = {
 		   "  avg, min and max (threads merged; recursion not collapsed: one line a level)",
 	.help = "  --sort=KEY            order of each node's callees: total (default), self,\n"
 		"                        calls, avg, max (largest first) or name\n"
-		"  --limit=N             only the first N callees of each node\n"
+		"  --limit=N             only the first N callees of each node (and N roots)\n"
 		"  csv columns: path,calls,total_ns,self_ns,avg_ns,min_ns,max_ns; path is the\n"
 		"  names from the root joined by ';' (a recursion N deep makes N paths of up\n"
 		"  to N names: --depth cuts it)\n",

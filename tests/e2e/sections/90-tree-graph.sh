@@ -169,6 +169,14 @@ check "graph table: tg_mid's entry: its caller, itself, its callee" "$(brief "$T
 		/-> tg_leaf$/ && self && NR == self + 1 && $1 == 2 { ok = last_caller == self - 1 }
 		END { exit !ok }' "$TGD/graph.txt"
 
+# --sort=calls: each node's callees by calls, ties in the order of first call.
+tree_csv "tree --sort=calls --depth=2" --sort=calls --depth=2 "$TG_TRACE"
+got=$(cut -f1,2 "$TREE" | tr '\t\n' '= ')
+want="tg_worker=2 tg_worker;tg_leaf=8 tg_worker;tg_slow=2 main=1 main;tg_leaf=3 main;tg_rec=2 main;tg_even=1 main;tg_mid=1 main;pause_ms=1 "
+check "tree --sort=calls: callees by calls, ties by first call" "got: $got" [ "$got" = "$want" ]
+tree_csv "tree --limit=1 --sort=calls" --limit=1 --sort=calls "$TG_TRACE" &&
+	paths_are "tree --limit=1 --sort=calls (the first callee of each node)" tg_worker=2 'tg_worker;tg_leaf=8'
+
 # ---- graph FUNC -------------------------------------------------------------
 
 graph_csv "graph tg_leaf" tg_leaf "$TG_TRACE" &&
