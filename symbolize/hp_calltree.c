@@ -1,15 +1,24 @@
 /*
  * hp_calltree.c - call paths as a trie with one hash table of (parent, fn).
  */
+#define _GNU_SOURCE
 #include "hp_calltree.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Every bit of the key reaches the low bits the table's mask keeps: a
+ * multiply alone left them to fn, so a deep recursion (one fn, parents
+ * 1..N) probed through one cluster, quadratic (100000 levels: 4 s). */
 static size_t hash_edge(uint32_t parent, uint32_t fn)
 {
-	uint64_t h = ((uint64_t)parent << 32 | fn) * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 17);
+	uint64_t h = (uint64_t)parent << 32 | fn;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return (size_t)h;
 }
 
 static int rehash(struct hp_calltree *t)
@@ -29,8 +38,6 @@ static int rehash(struct hp_calltree *t)
 	t->slot_cap = cap;
 	return 0;
 }
-
-static uint32_t find_or_add(struct hp_calltree *t, uint32_t parent, uint32_t fn);
 
 static uint32_t new_node(struct hp_calltree *t, uint32_t parent, uint32_t fn)
 {
@@ -67,17 +74,6 @@ int hp_calltree_init(struct hp_calltree *t)
 	return new_node(t, HP_CNODE_NONE, 0) == HP_CNODE_NONE ? -1 : 0;
 }
 
-uint32_t hp_calltree_child(struct hp_calltree *t, uint32_t parent, uint32_t fn)
-{
-	uint32_t hot = t->node[parent].hot;
-	if (hot != HP_CNODE_NONE && t->node[hot].fn == fn)
-		return hot;
-	uint32_t id = find_or_add(t, parent, fn);
-	if (id != HP_CNODE_NONE)
-		t->node[parent].hot = id;
-	return id;
-}
-
 static uint32_t find_or_add(struct hp_calltree *t, uint32_t parent, uint32_t fn)
 {
 	if ((size_t)(t->n + 1) * 2 > t->slot_cap && rehash(t))
@@ -91,6 +87,17 @@ static uint32_t find_or_add(struct hp_calltree *t, uint32_t parent, uint32_t fn)
 	uint32_t id = new_node(t, parent, fn);
 	if (id != HP_CNODE_NONE)
 		t->slot[s] = id + 1;
+	return id;
+}
+
+uint32_t hp_calltree_child(struct hp_calltree *t, uint32_t parent, uint32_t fn)
+{
+	uint32_t hot = t->node[parent].hot;
+	if (hot != HP_CNODE_NONE && t->node[hot].fn == fn)
+		return hot;
+	uint32_t id = find_or_add(t, parent, fn);
+	if (id != HP_CNODE_NONE)
+		t->node[parent].hot = id; /* node may have moved: index again */
 	return id;
 }
 
@@ -162,6 +169,49 @@ int hp_calltree_walk(const struct hp_calltree *t,
 			id = t->node[id].parent;
 		id = id == HP_CNODE_ROOT ? HP_CNODE_NONE : t->node[id].next;
 	}
+	return 0;
+}
+
+struct sort_by {
+	const struct hp_calltree *t;
+	int (*cmp)(const struct hp_calltree *t, uint32_t a, uint32_t b, void *arg);
+	void *arg;
+};
+
+static int by_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sort_by *s = arg;
+	return s->cmp(s->t, *(const uint32_t *)a, *(const uint32_t *)b, s->arg);
+}
+
+static void sort_children(struct hp_calltree *t, uint32_t id, uint32_t *ids, struct sort_by *s)
+{
+	struct hp_cnode *p = &t->node[id];
+	size_t n = 0;
+	for (uint32_t c = p->child; c != HP_CNODE_NONE; c = t->node[c].next)
+		ids[n++] = c;
+	if (n < 2)
+		return;
+	qsort_r(ids, n, sizeof(*ids), by_cmp, s);
+	p->child = ids[0];
+	for (size_t i = 0; i + 1 < n; i++)
+		t->node[ids[i]].next = ids[i + 1];
+	t->node[ids[n - 1]].next = HP_CNODE_NONE;
+	p->last = ids[n - 1];
+}
+
+int hp_calltree_sort(struct hp_calltree *t,
+		     int (*cmp)(const struct hp_calltree *t, uint32_t a, uint32_t b, void *arg),
+		     void *arg)
+{
+	/* One buffer for every node's callees: a node has fewer than n. */
+	uint32_t *ids = malloc((t->n ? t->n : 1) * sizeof(*ids));
+	if (!ids)
+		return -1;
+	struct sort_by s = { t, cmp, arg };
+	for (uint32_t i = 0; i < t->n; i++)
+		sort_children(t, i, ids, &s);
+	free(ids);
 	return 0;
 }
 

@@ -21,8 +21,9 @@ struct hp_cnode {
 	uint32_t parent;
 	uint32_t child, next;   /* first callee's node, next sibling's */
 	uint32_t last;          /* last callee's node */
-	uint32_t hot;           /* the callee's node found last: loops call the same one */
 	uint32_t depth;         /* 0 for the root's children */
+	uint32_t hot;           /* the callee's node found last: a loop calls the
+				 * same callee again and again, so no hash then */
 	uint64_t calls;
 	double total, self, min, max; /* ns */
 };
@@ -50,8 +51,15 @@ uint32_t hp_calltree_exit(struct hp_calltree *t, struct hp_cpath *p, const struc
 /* The path of the thread, made at its first use (t->data). NULL out of memory. */
 struct hp_cpath *hp_cpath_of(struct hp_vthread *t);
 void hp_cpath_free(struct hp_cpath *p);
+/* Orders the callees of every node by cmp (qsort's sense; arg is passed
+ * on), for views that show the heaviest first. Calls made after it still
+ * append. 0, or -1 out of memory (the order is then left as it was). */
+int hp_calltree_sort(struct hp_calltree *t,
+		     int (*cmp)(const struct hp_calltree *t, uint32_t a, uint32_t b, void *arg),
+		     void *arg);
 /* Visits every node but the root, callers before callees, callees in the
- * order of first call. Stops at the first non-zero return of fn. */
+ * order of their first call (or of hp_calltree_sort). Never recurses, so a
+ * path of any depth is fine. Stops at the first non-zero return of fn. */
 int hp_calltree_walk(const struct hp_calltree *t, int (*fn)(void *arg, const struct hp_calltree *t,
 							    uint32_t node), void *arg);
 void hp_calltree_free(struct hp_calltree *t);

@@ -52,7 +52,8 @@ struct hp_view_opts {
 	char **args;          /* the command's own operands (graph FUNC...) */
 	int nargs;
 	unsigned long limit;  /* --limit=N, 0: all */
-	int sort;             /* enum hp_sort, for views that sort */
+	int sort;             /* enum hp_sort, for views that sort; -1: no --sort
+			       * given, the view's own default */
 };
 
 struct hp_view {

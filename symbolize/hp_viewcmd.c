@@ -205,7 +205,7 @@ static int run(struct cmdline *c, const struct hp_view_ops *ops)
 int hp_viewcmd_run(const char *command, int argc, char **argv)
 {
 	const struct hp_view_ops *ops = strcmp(command, "export") ? hp_view_find(command) : NULL;
-	struct cmdline c = { 0 };
+	struct cmdline c = { .vo.sort = -1 };
 	int rc = parse(argc, argv, command, ops, &c);
 	if (rc) {
 		hp_filter_free(&c.dopts.filter);
