@@ -40,7 +40,9 @@ struct hp_vframe {
 	double end, dur;
 	double self;       /* dur less the time of its shown callees */
 	int outermost;     /* no shown frame of fn below it in its thread */
-	int leaf;          /* at exit: it had no shown callee */
+	int leaf;          /* at exit: it had no shown callee. At enter, in a
+			    * time-ordered view: its exit is its thread's
+			    * next event, and comes right after this enter */
 	int lost;          /* at exit: its real exit was lost (a gap in the
 			    * trace); end is the last tick before it. Not a
 			    * call to count. */
