@@ -12,11 +12,16 @@
  * enter goes out as "name() {" first, so lines stay in time order. The
  * driver hands a leaf's exit right after its enter, so a leaf is always
  * one line. Nothing but that line is held: output streams.
+ *
+ * Indentation stops at INDENT_MAX levels (a recursion 100000 deep would
+ * otherwise write gigabytes of spaces); deeper lines begin "(depth N) ".
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "hp_drive.h"
+
+#define INDENT_MAX 64u
 
 struct replay {
 	double origin;           /* ns of the trace's start */
@@ -59,8 +64,12 @@ static int line(struct hp_view *v, const struct hp_vthread *t, const struct hp_v
 		format_duration(d, sizeof(d), *dur);
 	double s = (when - r->origin) / 1e9;
 	const char *name = hp_fntab_name(hp_drive_fns(v->d), f->fn);
-	fprintf(v->out, "%15.9f %11s %8u | %*s%s%s%s%s\n", s < 0 ? 0 : s, d, t->tid,
-		(int)(2 * f->depth), "", open, name, close, f->lost ? " /* exit lost */" : "");
+	char deep[32] = "";
+	if (f->depth > INDENT_MAX)
+		snprintf(deep, sizeof(deep), "(depth %u) ", f->depth);
+	unsigned indent = f->depth > INDENT_MAX ? INDENT_MAX : f->depth;
+	fprintf(v->out, "%15.9f %11s %8u | %*s%s%s%s%s%s\n", s < 0 ? 0 : s, d, t->tid,
+		(int)(2 * indent), "", deep, open, name, close, f->lost ? " /* exit lost */" : "");
 	return ferror(v->out) ? -1 : 0;
 }
 
