@@ -581,7 +581,7 @@ static int read_in_time_order(struct hp_drive *d, const char *path, struct hp_an
 		return -1;
 	}
 	rc = begin_trace(d, a);
-	if (!rc && hp_merge(path, a, &ix, on_merged, d, d->err, d->errlen)) {
+	if (!rc && hp_merge(path, a, &ix, HP_MERGE_LEAF_PAIRS, on_merged, d, d->err, d->errlen)) {
 		if (!*d->err)
 			snprintf(d->err, d->errlen, "out of memory, or the output could not be written");
 		rc = -1;

@@ -47,6 +47,7 @@ struct merge {
 	uint32_t ns;
 	uint32_t *heap;           /* streams with an event, by their next */
 	uint32_t nheap;
+	int flags;
 	char *err;
 	size_t errlen;
 };
@@ -226,7 +227,8 @@ static int hand_on(struct merge *g, uint32_t stream, hp_merge_fn fn, void *arg)
 			return -1;
 		struct hp_ev ev = *event_at(m, 0);
 		const struct hp_ev *next = event_at(m, 1);
-		again = ev.kind == HP_EV_ENTER && next && next->kind == HP_EV_EXIT;
+		again = (g->flags & HP_MERGE_LEAF_PAIRS) && ev.kind == HP_EV_ENTER && next &&
+			next->kind == HP_EV_EXIT;
 		if (fn(arg, stream, &ev, next))
 			return -1;
 		if (ev.kind != HP_EV_RESET)
@@ -277,10 +279,10 @@ static int map_file(struct merge *g, const char *path)
 	return 0;
 }
 
-int hp_merge(const char *path, struct hp_analysis *a, struct hp_record_index *ix, hp_merge_fn fn,
-	     void *arg, char *err, size_t errlen)
+int hp_merge(const char *path, struct hp_analysis *a, struct hp_record_index *ix, int flags,
+	     hp_merge_fn fn, void *arg, char *err, size_t errlen)
 {
-	struct merge g = { .a = a, .ix = ix, .err = err, .errlen = errlen };
+	struct merge g = { .a = a, .ix = ix, .flags = flags, .err = err, .errlen = errlen };
 	*err = 0;
 	int rc = map_file(&g, path);
 	if (!rc && link_records(&g)) {

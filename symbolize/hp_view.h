@@ -7,7 +7,10 @@
  *
  * Within a thread, calls come in order. Across threads they come in the
  * order of the file's records (each a run of one thread's events), unless
- * the view asks for HP_VIEW_TIME_ORDER, which merges threads by time.
+ * the view asks for HP_VIEW_TIME_ORDER, which merges threads by time
+ * (hp_merge.h): enters and exits by their tick, except that the exit of a
+ * call without callees comes right after its enter (see hp_vframe.leaf).
+ * Each trace is then read twice: a first pass numbers its functions.
  */
 #ifndef HP_VIEW_H
 #define HP_VIEW_H
