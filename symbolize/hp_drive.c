@@ -553,9 +553,26 @@ static void forget_trace(struct hp_drive *d)
 	d->began = 0;
 }
 
+/* In time order, a stream's frames left open close when the merge has
+ * passed its last event, not after every other stream's. */
+static int stream_ended(struct hp_drive *d, uint32_t stream)
+{
+	d->exit_next = 0;
+	if (stream >= d->nts || !d->ts[stream].vt)
+		return 0;
+	if (close_all(d, &d->ts[stream], stream_end(d, d->a, stream), 0)) {
+		if (!*d->err)
+			snprintf(d->err, d->errlen, "out of memory, or the output could not be written");
+		return -1;
+	}
+	return 0;
+}
+
 static int on_merged(void *arg, uint32_t stream, const struct hp_ev *ev, const struct hp_ev *next)
 {
 	struct hp_drive *d = arg;
+	if (!ev)
+		return stream_ended(d, stream);
 	d->exit_next = ev->kind == HP_EV_ENTER && next && next->kind == HP_EV_EXIT;
 	return on_events(d, d->a, stream, ev, 1);
 }

@@ -235,7 +235,9 @@ static int hand_on(struct merge *g, uint32_t stream, hp_merge_fn fn, void *arg)
 			m->last_tick = ev.tick;
 		advance(m);
 	} while (again);
-	return fill(g, m, 1);
+	if (fill(g, m, 1))
+		return -1;
+	return available(m) ? 0 : fn(arg, stream, NULL, NULL);
 }
 
 static int run(struct merge *g, hp_merge_fn fn, void *arg)

@@ -17,7 +17,8 @@
  * events of one stream come in their own order whatever their ticks (a
  * RESET counts as at the stream's last tick). next: the stream's event
  * after ev, NULL if none. func is a function id of a (the first pass's).
- * Returns 0, or -1 to stop. */
+ * When a stream has no more events, once: ev NULL (its frames still open
+ * can close then, in time order). Returns 0, or -1 to stop. */
 typedef int (*hp_merge_fn)(void *arg, uint32_t stream, const struct hp_ev *ev,
 			   const struct hp_ev *next);
 

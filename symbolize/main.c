@@ -741,6 +741,8 @@ static int dump_event(void *arg, uint32_t stream, const struct hp_ev *ev, const 
 	(void)next;
 	struct dump_state *d = arg;
 	const struct hp_analysis *a = d->a;
+	if (!ev)
+		return 0;
 	uint32_t tid = stream < a->info.nstreams ? a->info.streams[stream].tid : 0;
 	if (ev->kind == HP_EV_RESET) {
 		printf("%u - reset (events were lost here)\n", tid);

@@ -35,6 +35,8 @@ struct seen {
 	uint32_t stream[16384], kind[16384], func[16384];
 	uint64_t tick[16384];
 	size_t n;
+	uint32_t ended[4]; /* per stream: the ends said, and after how many events */
+	size_t ended_at[4];
 };
 static struct seen got, want;
 
@@ -43,7 +45,8 @@ static void setup(void)
 	tk_make_test_dir(dir, sizeof(dir), top);
 	snprintf(path, sizeof(path), "%s/t.hookprof", dir);
 	memset(&file, 0, sizeof(file));
-	got.n = want.n = 0;
+	memset(&got, 0, sizeof(got));
+	memset(&want, 0, sizeof(want));
 	err[0] = 0;
 }
 
@@ -76,7 +79,14 @@ static void note(struct seen *s, uint32_t stream, const struct hp_ev *e)
 static int on_merged(void *arg, uint32_t stream, const struct hp_ev *ev, const struct hp_ev *next)
 {
 	(void)next;
-	note(arg, stream, ev);
+	struct seen *s = arg;
+	if (ev) {
+		ck_assert_uint_eq(s->ended[stream], 0);
+		note(s, stream, ev);
+	} else {
+		s->ended[stream]++;
+		s->ended_at[stream] = s->n;
+	}
 	return 0;
 }
 
@@ -145,6 +155,11 @@ START_TEST(test_order_by_tick)
 	expect(5, 0, X, 25, B);
 	expect(6, 1, X, 30, B);
 	expect(7, 0, X, 40, A);
+	/* each stream's end is said once, right after its last event */
+	ck_assert_uint_eq(got.ended[0], 1);
+	ck_assert_uint_eq(got.ended[1], 1);
+	ck_assert_uint_eq(got.ended_at[1], 7);
+	ck_assert_uint_eq(got.ended_at[0], 8);
 }
 END_TEST
 
