@@ -135,6 +135,10 @@ static void close_replay(struct hp_view *v)
 const struct hp_view_ops hp_view_replay = {
 	.name = "replay",
 	.summary = "every call in time order, threads merged, indented by depth, with its duration",
+	.help = "  columns: TIME_S, seconds from the trace's start (of the enter; of the exit on\n"
+		"  a closing line); DURATION, on a call's one line or its closing line; TID.\n"
+		"  A call with no shown callee is one line \"name();\". Several traces: one after\n"
+		"  the other.\n",
 	.flags = HP_VIEW_TIME_ORDER,
 	.open = open_replay,
 	.trace = trace_replay,
