@@ -16,8 +16,10 @@
  * Indentation stops at INDENT_MAX levels (a recursion 100000 deep would
  * otherwise write gigabytes of spaces); deeper lines begin "(depth N) ".
  */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hp_drive.h"
 
@@ -42,16 +44,66 @@ static int open_replay(struct hp_view *v, char *err, size_t errlen)
 	return 0;
 }
 
-static void format_duration(char *buf, size_t len, double ns)
+/* Lines are made by hand, not by printf: formatting floating point was
+ * most of replay's time. */
+
+/* Writes v's decimal digits, at least min_digits of them, ending at end;
+ * returns where they begin. */
+static char *digits(char *end, uint64_t v, int min_digits)
 {
-	if (ns < 1e3)
-		snprintf(buf, len, "%.0f ns", ns);
-	else if (ns < 1e6)
-		snprintf(buf, len, "%.3f us", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(buf, len, "%.3f ms", ns / 1e6);
-	else
-		snprintf(buf, len, "%.3f s", ns / 1e9);
+	char *p = end;
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v || end - p < min_digits);
+	return p;
+}
+
+/* s (n bytes) right-aligned in width, into buf (room for width + 1, or n + 1). */
+static void right(char *buf, size_t width, const char *s, size_t n)
+{
+	size_t pad = n < width ? width - n : 0;
+	memset(buf, ' ', pad);
+	memcpy(buf + pad, s, n);
+	buf[pad + n] = 0;
+}
+
+/* "12.345678901": seconds and nanoseconds. */
+static void format_time(char *buf, size_t width, uint64_t ns)
+{
+	char tmp[48], *end = tmp + sizeof(tmp);
+	char *p = digits(end, ns % 1000000000u, 9);
+	*--p = '.';
+	p = digits(p, ns / 1000000000u, 1);
+	right(buf, width, p, (size_t)(end - p));
+}
+
+/* "870 ns", "1.234 us", "5.678 ms", "2.345 s" */
+static void format_duration(char *buf, size_t width, uint64_t ns)
+{
+	static const char *const unit[] = { " ns", " us", " ms", " s" };
+	char tmp[48], *end = tmp + 40, *p;
+	uint64_t scale = 1;
+	int u = 0;
+	while (u < 3 && ns >= scale * 1000) {
+		scale *= 1000;
+		u++;
+	}
+	if (!u) {
+		p = digits(end, ns, 1);
+	} else {
+		p = digits(end, ns / (scale / 1000) % 1000, 3);
+		*--p = '.';
+		p = digits(p, ns / scale, 1);
+	}
+	size_t len = strlen(unit[u]);
+	memcpy(end, unit[u], len);
+	right(buf, width, p, (size_t)(end - p) + len);
+}
+
+static uint64_t round_ns(double ns)
+{
+	return ns <= 0 ? 0 : (uint64_t)(ns + 0.5);
 }
 
 /* One line: when (ns on the views' scale), the duration (NULL: none). */
@@ -59,18 +111,36 @@ static int line(struct hp_view *v, const struct hp_vthread *t, const struct hp_v
 		double when, const double *dur, const char *open, const char *close)
 {
 	struct replay *r = v->state;
-	char d[32] = "";
+	char ts[48], d[48], tid[24], indent[2 * INDENT_MAX + 1], deep[32] = "";
+	format_time(ts, 15, round_ns(when - r->origin));
 	if (dur && !f->lost)
-		format_duration(d, sizeof(d), *dur);
-	double s = (when - r->origin) / 1e9;
-	const char *name = hp_fntab_name(hp_drive_fns(v->d), f->fn);
-	char deep[32] = "";
+		format_duration(d, 11, round_ns(*dur));
+	else
+		right(d, 11, "", 0);
+	char tmp[16], *tend = tmp + sizeof(tmp), *tp = digits(tend, t->tid, 1);
+	right(tid, 8, tp, (size_t)(tend - tp));
 	if (f->depth > INDENT_MAX)
 		snprintf(deep, sizeof(deep), "(depth %u) ", f->depth);
-	unsigned indent = f->depth > INDENT_MAX ? INDENT_MAX : f->depth;
-	fprintf(v->out, "%15.9f %11s %8u | %*s%s%s%s%s%s\n", s < 0 ? 0 : s, d, t->tid,
-		(int)(2 * indent), "", deep, open, name, close, f->lost ? " /* exit lost */" : "");
-	return ferror(v->out) ? -1 : 0;
+	unsigned n = 2 * (f->depth > INDENT_MAX ? INDENT_MAX : f->depth);
+	memset(indent, ' ', n);
+	indent[n] = 0;
+	const char *name = hp_fntab_name(hp_drive_fns(v->d), f->fn);
+	FILE *o = v->out;
+	fputs_unlocked(ts, o);
+	fputc_unlocked(' ', o);
+	fputs_unlocked(d, o);
+	fputc_unlocked(' ', o);
+	fputs_unlocked(tid, o);
+	fputs_unlocked(" | ", o);
+	fputs_unlocked(indent, o);
+	fputs_unlocked(deep, o);
+	fputs_unlocked(open, o);
+	fputs_unlocked(name, o);
+	fputs_unlocked(close, o);
+	if (f->lost)
+		fputs_unlocked(" /* exit lost */", o);
+	fputc_unlocked('\n', o);
+	return ferror(o) ? -1 : 0;
 }
 
 static int flush_pending(struct hp_view *v)
