@@ -30,6 +30,8 @@ struct replay {
 	int pending;             /* an enter waits */
 	const struct hp_vthread *pt;
 	struct hp_vframe pf;
+	char *buf;               /* the line being made */
+	size_t cap;
 };
 
 static int open_replay(struct hp_view *v, char *err, size_t errlen)
@@ -125,21 +127,24 @@ static int line(struct hp_view *v, const struct hp_vthread *t, const struct hp_v
 	memset(indent, ' ', n);
 	indent[n] = 0;
 	const char *name = hp_fntab_name(hp_drive_fns(v->d), f->fn);
+	const char *lost = f->lost ? " /* exit lost */" : "";
+	const char *part[] = { ts, " ", d, " ", tid, " | ", indent, deep, open, name, close, lost };
+	size_t len[sizeof(part) / sizeof(part[0])], total = 1;
+	for (size_t i = 0; i < sizeof(part) / sizeof(part[0]); i++)
+		total += len[i] = strlen(part[i]);
+	if (total > r->cap) {
+		char *buf = realloc(r->buf, total);
+		if (!buf)
+			return -1;
+		r->buf = buf;
+		r->cap = total;
+	}
+	char *p = r->buf;
+	for (size_t i = 0; i < sizeof(part) / sizeof(part[0]); i++)
+		p = mempcpy(p, part[i], len[i]);
+	*p = '\n';
 	FILE *o = v->out;
-	fputs_unlocked(ts, o);
-	fputc_unlocked(' ', o);
-	fputs_unlocked(d, o);
-	fputc_unlocked(' ', o);
-	fputs_unlocked(tid, o);
-	fputs_unlocked(" | ", o);
-	fputs_unlocked(indent, o);
-	fputs_unlocked(deep, o);
-	fputs_unlocked(open, o);
-	fputs_unlocked(name, o);
-	fputs_unlocked(close, o);
-	if (f->lost)
-		fputs_unlocked(" /* exit lost */", o);
-	fputc_unlocked('\n', o);
+	fwrite_unlocked(r->buf, 1, total, o);
 	return ferror(o) ? -1 : 0;
 }
 
@@ -198,6 +203,9 @@ static int end_replay(struct hp_view *v, char *err, size_t errlen)
 
 static void close_replay(struct hp_view *v)
 {
+	struct replay *r = v->state;
+	if (r)
+		free(r->buf);
 	free(v->state);
 	v->state = NULL;
 }
