@@ -22,6 +22,8 @@
 #define NO_RECORD UINT32_MAX
 /* Events decoded at a time per stream: what a stream costs while merged. */
 #define PIECE 1024u
+/* Records begun between two looks at what of the map is behind every stream. */
+#define DROP_EVERY 256u
 
 struct mstream {
 	struct hp_dec_stream dec;
@@ -36,6 +38,7 @@ struct mstream {
 	uint32_t held_rec;
 	int has_held;
 	uint64_t last_tick;       /* of the last event handed on */
+	int done;                 /* no event left */
 };
 
 struct merge {
@@ -47,6 +50,8 @@ struct merge {
 	uint32_t ns;
 	uint32_t *heap;           /* streams with an event, by their next */
 	uint32_t nheap;
+	size_t dropped;           /* the map's first bytes, given back */
+	uint32_t records_begun;
 	int flags;
 	char *err;
 	size_t errlen;
@@ -77,6 +82,30 @@ static void advance(struct mstream *m)
 		m->pos++;
 }
 
+/* The pages of the map that every stream has read past are given back:
+ * resident memory then follows the streams' spread in the file, not the
+ * file (a MAP_PRIVATE file mapping reads them again if ever touched). */
+static void drop_behind(struct merge *g)
+{
+	size_t low = g->map_len;
+	for (uint32_t i = 0; i < g->ns; i++) {
+		const struct mstream *m = &g->s[i];
+		size_t at;
+		if (m->done)
+			continue;
+		if (m->cur == NO_RECORD)
+			at = m->first == NO_RECORD ? g->map_len : (size_t)g->ix->rec[m->first].offset;
+		else
+			at = (size_t)(m->rec.p - g->map);
+		if (at < low)
+			low = at;
+	}
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	low -= low % page;
+	if (low > g->dropped && !madvise((void *)(g->map + g->dropped), low - g->dropped, MADV_DONTNEED))
+		g->dropped = low;
+}
+
 static int next_record(struct merge *g, struct mstream *m)
 {
 	uint32_t r = m->cur == NO_RECORD ? m->first : g->ix->rec[m->cur].next;
@@ -90,6 +119,8 @@ static int next_record(struct merge *g, struct mstream *m)
 	m->cur = r;
 	m->rec = hp_dec_record_of(g->map + at->offset + 8, at->size - 8);
 	m->ndict = at->ndict;
+	if (++g->records_begun % DROP_EVERY == 0)
+		drop_behind(g);
 	return 1;
 }
 
@@ -237,7 +268,10 @@ static int hand_on(struct merge *g, uint32_t stream, hp_merge_fn fn, void *arg)
 	} while (again);
 	if (fill(g, m, 1))
 		return -1;
-	return available(m) ? 0 : fn(arg, stream, NULL, NULL);
+	if (available(m))
+		return 0;
+	m->done = 1;
+	return fn(arg, stream, NULL, NULL);
 }
 
 static int run(struct merge *g, hp_merge_fn fn, void *arg)
