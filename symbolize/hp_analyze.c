@@ -19,6 +19,8 @@ struct pass {
 	hp_event_fn on_events;
 	void *arg;
 	int flags;
+	struct hp_record_index *index; /* NULL: not asked for */
+	uint64_t payload_at;           /* of the EVENTS record being read */
 };
 
 static struct hp_dec_stream *decoder_of(struct pass *ps, uint32_t stream)
@@ -57,6 +59,34 @@ static int profile(struct pass *ps, uint32_t stream)
 	return hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n);
 }
 
+/* A stream's first event is its earliest (ticks only grow within it). */
+static void note_first_tick(struct hp_analysis *a, struct hp_stream_info *si,
+			    const struct hp_evbuf *b)
+{
+	if (si->events || !b->n || b->ev[0].kind == HP_EV_RESET)
+		return;
+	si->first_tick = b->ev[0].tick;
+	if (!a->has_first_tick || si->first_tick < a->first_tick)
+		a->first_tick = si->first_tick;
+	a->has_first_tick = 1;
+}
+
+static int index_record(struct pass *ps, uint32_t stream, uint32_t size)
+{
+	struct hp_record_index *ix = ps->index;
+	if (ix->n == ix->cap) {
+		size_t cap = ix->cap ? ix->cap * 2 : 1024;
+		struct hp_record_at *r = realloc(ix->rec, cap * sizeof(*r));
+		if (!r)
+			return -1;
+		ix->rec = r;
+		ix->cap = cap;
+	}
+	ix->rec[ix->n++] = (struct hp_record_at){ .offset = ps->payload_at, .size = size,
+						  .stream = stream, .ndict = ps->dict.n };
+	return 0;
+}
+
 static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size, char *err,
 			 size_t errlen)
 {
@@ -73,6 +103,10 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 		snprintf(err, errlen, "corrupt events record (stream %u)", stream);
 		return -1;
 	}
+	if (ps->index && index_record(ps, stream, size)) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	/* In pieces: the events of one record cost a bounded buffer however
 	 * many they are. */
 	struct hp_dec_record rec = hp_dec_record_of(payload + 8, size - 8);
@@ -81,6 +115,8 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 		long got = hp_decode_piece(&ps->dict, d, &rec, HP_DECODE_PIECE, &ps->evbuf, err, errlen);
 		if (got < 0)
 			return -1;
+		if (!n)
+			note_first_tick(a, si, &ps->evbuf);
 		n += got;
 		if (to_functions(ps) || profile(ps, stream)) {
 			snprintf(err, errlen, "out of memory");
@@ -107,6 +143,7 @@ static int read_all(struct pass *ps, struct hp_reader *r, int flags, char *err, 
 	const uint8_t *payload;
 	int rc;
 	while ((rc = hp_reader_next(r, &type, &payload, &size, err, errlen)) == 1) {
+		ps->payload_at = hp_reader_payload_at(r);
 		int bad = type == HP_REC_EVENTS
 				  ? events_record(ps, payload, size, err, errlen)
 				  : hp_trace_info_add(&ps->a->info, type, payload, size, err, errlen);
@@ -174,8 +211,8 @@ static int finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
 	return 0;
 }
 
-int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
-	       struct hp_analysis *a, char *err, size_t errlen)
+static int analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
+		   struct hp_record_index *ix, struct hp_analysis *a, char *err, size_t errlen)
 {
 	memset(a, 0, sizeof(*a));
 	a->path = path;
@@ -184,7 +221,7 @@ int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	if (!r)
 		return -1;
 	a->info.stream_limit = hp_trace_stream_limit(hp_reader_size(r));
-	struct pass ps = { .a = a, .on_events = on_events, .arg = arg, .flags = flags };
+	struct pass ps = { .a = a, .on_events = on_events, .arg = arg, .flags = flags, .index = ix };
 	/* Its failure is the main pass's to report, at the same record. */
 	hp_trace_read_module_map(path, &a->info, err, errlen);
 	int rc = read_all(&ps, r, flags, err, errlen);
@@ -196,14 +233,46 @@ int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	}
 	free(ps.dec);
 	hp_evbuf_free(&ps.evbuf);
-	hp_funcs_free(&ps.dict);
-	hp_funcmap_free(ps.funcmap);
+	if (ix && !rc)
+		ix->dict = ps.dict;
+	else
+		hp_funcs_free(&ps.dict);
+	if (ix && !rc && !ps.funcmap) /* no events: a map that maps nothing */
+		ps.funcmap = hp_funcmap_new(NULL, 0);
+	if (ix && !rc && !ps.funcmap) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+	}
+	if (ix && !rc)
+		ix->funcmap = ps.funcmap;
+	else
+		hp_funcmap_free(ps.funcmap);
 	hp_reader_close(r);
 	if (!rc)
 		return 0;
 	/* Nothing for the caller to free after a failure (freeing again is harmless). */
 	hp_analysis_free(a);
 	return fail_in(path, err, errlen);
+}
+
+int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
+	       struct hp_analysis *a, char *err, size_t errlen)
+{
+	return analyze(path, flags, on_events, arg, NULL, a, err, errlen);
+}
+
+int hp_analyze_indexed(const char *path, int flags, struct hp_analysis *a,
+		       struct hp_record_index *ix, char *err, size_t errlen)
+{
+	return analyze(path, flags, NULL, NULL, ix, a, err, errlen);
+}
+
+void hp_record_index_free(struct hp_record_index *ix)
+{
+	free(ix->rec);
+	hp_funcmap_free(ix->funcmap);
+	hp_funcs_free(&ix->dict);
+	*ix = (struct hp_record_index){ 0 };
 }
 
 void hp_analysis_free(struct hp_analysis *a)

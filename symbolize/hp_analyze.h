@@ -22,6 +22,8 @@ struct hp_analysis {
 	struct hp_profile prof;
 	struct hp_timebase tb;
 	uint64_t events;       /* decoded */
+	uint64_t first_tick;   /* the earliest tick of an event; with has_first_tick */
+	int has_first_tick;
 	uint64_t orphan_exits; /* exits of frames entered before tracing began */
 	int partial;           /* no END record: the run was cut short */
 	/* With a CRASH record: the functions of the crashing stream's frames
@@ -49,5 +51,33 @@ enum { HP_ANALYZE_ALLOW_PARTIAL = 1, HP_ANALYZE_NO_PROFILE = 2 };
 int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	       struct hp_analysis *a, char *err, size_t errlen);
 void hp_analysis_free(struct hp_analysis *a);
+
+/* An EVENTS record, for decoding it again out of file order (hp_merge.h):
+ * 24 bytes per record of some thousands of events. */
+struct hp_record_at {
+	uint64_t offset;   /* of its payload in the file */
+	uint32_t size;     /* of its payload */
+	uint32_t stream;
+	uint32_t ndict;    /* the dictionary's size before it */
+	uint32_t next;     /* the stream's next record (hp_merge fills it) */
+};
+
+struct hp_record_index {
+	struct hp_record_at *rec;
+	size_t n, cap;
+	/* The pass's map of dictionary indices to function ids: decoding again
+	 * with it gives every event the id the first pass gave it. Its modules
+	 * are the analysis's: it must not outlive it. */
+	struct hp_funcmap *funcmap;
+	/* The whole dictionary: decoding a record out of order needs the
+	 * entries that records before it in the file defined. */
+	struct hp_funcs dict;
+};
+
+/* hp_analyze, also filling ix (zeroed by the caller) with where every
+ * EVENTS record lies. ix is freed by hp_record_index_free either way. */
+int hp_analyze_indexed(const char *path, int flags, struct hp_analysis *a,
+		       struct hp_record_index *ix, char *err, size_t errlen);
+void hp_record_index_free(struct hp_record_index *ix);
 
 #endif

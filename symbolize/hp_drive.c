@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hp_merge.h"
 #include "hp_opencount.h"
 
 #define NO_FRAME UINT32_MAX
@@ -27,6 +28,7 @@ struct dframe {
 	uint32_t up;        /* nearest shown frame below, or NO_FRAME */
 	uint32_t sdepth;    /* shown frames below it */
 	uint8_t shown, sent, in_function, had_child, outermost;
+	uint8_t exit_next;  /* time order: the thread's next event is its exit */
 };
 
 struct tstate {
@@ -59,6 +61,7 @@ struct hp_drive {
 	struct tstate *ts;      /* by stream */
 	size_t nts;
 	int began;
+	int exit_next;          /* time order: the event fed is an enter whose exit follows */
 	char *err;
 	size_t errlen;
 };
@@ -296,7 +299,7 @@ static int send_enter(struct hp_drive *d, struct tstate *s, struct dframe *fr)
 	fr->outermost = open == 0;
 	d->shown++;
 	struct hp_vframe vf = { .fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
-				.outermost = fr->outermost };
+				.outermost = fr->outermost, .leaf = fr->exit_next };
 	return d->v->ops->enter ? d->v->ops->enter(d->v, s->vt, &vf) : 0;
 }
 
@@ -378,6 +381,7 @@ static int push(struct hp_drive *d, struct tstate *s, const struct hp_ev *e)
 	fr->sdepth = fr->up == NO_FRAME ? 0 : s->f[fr->up].sdepth + 1;
 	fr->in_function = (below && below->in_function) || (fl & FN_MATCHES);
 	fr->shown = (uint8_t)shown_at_enter(d, s, fr, fl);
+	fr->exit_next = (uint8_t)d->exit_next;
 	s->depth++;
 	if (fr->shown && !d->o->filter.min_ns)
 		return send_enter(d, s, fr);
@@ -465,23 +469,65 @@ static int on_events(void *arg, const struct hp_analysis *a, uint32_t stream,
 
 /* Frames open at a stream's end (threads still running, main calling exit,
  * a crash) last until its last tick, as in the flat profile. */
+static uint64_t stream_end(const struct hp_drive *d, const struct hp_analysis *a, size_t i)
+{
+	uint64_t last = d->ts[i].last_tick;
+	if (i < a->prof.nstreams && a->prof.streams[i].last_tick > last)
+		last = a->prof.streams[i].last_tick;
+	return last;
+}
+
+struct ending {
+	const struct hp_drive *d;
+	const struct hp_analysis *a;
+};
+
+static int by_end(const void *x, const void *y, void *arg)
+{
+	const struct ending *e = arg;
+	uint64_t a = stream_end(e->d, e->a, *(const size_t *)x);
+	uint64_t b = stream_end(e->d, e->a, *(const size_t *)y);
+	return a < b ? -1 : a > b ? 1 : *(const size_t *)x < *(const size_t *)y ? -1 : 1;
+}
+
+/* The streams in the order their frames close at the end: by stream, or in
+ * time order by their last tick, so that time order holds to the end. */
+static size_t *closing_order(const struct hp_drive *d, const struct hp_analysis *a)
+{
+	size_t *order = malloc((d->nts ? d->nts : 1) * sizeof(*order));
+	if (!order)
+		return NULL;
+	for (size_t i = 0; i < d->nts; i++)
+		order[i] = i;
+	if (d->v->ops->flags & HP_VIEW_TIME_ORDER) {
+		struct ending e = { d, a };
+		qsort_r(order, d->nts, sizeof(*order), by_end, &e);
+	}
+	return order;
+}
+
 static int end_trace(struct hp_drive *d, const struct hp_analysis *a)
 {
 	d->a = a;
-	for (size_t i = 0; i < d->nts; i++) {
+	d->exit_next = 0;
+	size_t *order = closing_order(d, a);
+	if (!order)
+		return -1;
+	for (size_t k = 0; k < d->nts; k++) {
+		size_t i = order[k];
 		struct tstate *s = &d->ts[i];
 		if (!s->vt)
 			continue;
-		uint64_t last = s->last_tick;
-		if (i < a->prof.nstreams && a->prof.streams[i].last_tick > last)
-			last = a->prof.streams[i].last_tick;
-		if (close_all(d, s, last, 0))
+		if (close_all(d, s, stream_end(d, a, i), 0)) {
+			free(order);
 			return -1;
+		}
 		if (i < a->info.nstreams) {
 			s->vt->tid = a->info.streams[i].tid;
 			snprintf(s->vt->name, sizeof(s->vt->name), "%s", a->info.streams[i].name);
 		}
 	}
+	free(order);
 	size_t iter = 0;
 	const char *why;
 	while (d->sym && (why = hp_symbols_next_problem(d->sym, &iter)))
@@ -507,20 +553,81 @@ static void forget_trace(struct hp_drive *d)
 	d->began = 0;
 }
 
+/* In time order, a stream's frames left open close when the merge has
+ * passed its last event, not after every other stream's. */
+static int stream_ended(struct hp_drive *d, uint32_t stream)
+{
+	d->exit_next = 0;
+	if (stream >= d->nts || !d->ts[stream].vt)
+		return 0;
+	if (close_all(d, &d->ts[stream], stream_end(d, d->a, stream), 0)) {
+		if (!*d->err)
+			snprintf(d->err, d->errlen, "out of memory, or the output could not be written");
+		return -1;
+	}
+	return 0;
+}
+
+static int on_merged(void *arg, uint32_t stream, const struct hp_ev *ev, const struct hp_ev *next)
+{
+	struct hp_drive *d = arg;
+	if (!ev)
+		return stream_ended(d, stream);
+	d->exit_next = ev->kind == HP_EV_ENTER && next && next->kind == HP_EV_EXIT;
+	return on_events(d, d->a, stream, ev, 1);
+}
+
+/* Prefixes a reason that does not name the trace yet. */
+static void name_trace(struct hp_drive *d, const char *path)
+{
+	if (strstr(d->err, path))
+		return;
+	char why[512];
+	snprintf(why, sizeof(why), "%s", *d->err ? d->err : "out of memory");
+	snprintf(d->err, d->errlen, "%s: %s", path, why);
+}
+
+/* A first pass in file order numbers the functions and notes where each
+ * record lies; the second merges the threads by time (hp_merge.h). */
+static int read_in_time_order(struct hp_drive *d, const char *path, struct hp_analysis *a)
+{
+	struct hp_record_index ix = { 0 };
+	int rc = hp_analyze_indexed(path, d->o->analyze_flags, a, &ix, d->err, d->errlen);
+	if (rc) {
+		hp_record_index_free(&ix);
+		return -1;
+	}
+	rc = begin_trace(d, a);
+	if (!rc && hp_merge(path, a, &ix, HP_MERGE_LEAF_PAIRS, on_merged, d, d->err, d->errlen)) {
+		if (!*d->err)
+			snprintf(d->err, d->errlen, "out of memory, or the output could not be written");
+		rc = -1;
+	}
+	hp_record_index_free(&ix);
+	if (rc) {
+		hp_analysis_free(a);
+		name_trace(d, path);
+	}
+	return rc;
+}
+
+static int read_in_file_order(struct hp_drive *d, const char *path, struct hp_analysis *a)
+{
+	return hp_analyze(path, d->o->analyze_flags, on_events, d, a, d->err, d->errlen);
+}
+
 static int drive_trace(struct hp_drive *d, const char *path, struct hp_analysis *a)
 {
-	if (hp_analyze(path, d->o->analyze_flags, on_events, d, a, d->err, d->errlen))
+	int rc = d->v->ops->flags & HP_VIEW_TIME_ORDER ? read_in_time_order(d, path, a)
+						       : read_in_file_order(d, path, a);
+	if (rc)
 		return -1;
-	int rc = 0;
 	if (!d->began)
 		rc = begin_trace(d, a);
 	if (!rc)
 		rc = end_trace(d, a);
-	if (rc && !strstr(d->err, path)) {
-		char why[512];
-		snprintf(why, sizeof(why), "%s", *d->err ? d->err : "out of memory");
-		snprintf(d->err, d->errlen, "%s: %s", path, why);
-	}
+	if (rc)
+		name_trace(d, path);
 	return rc;
 }
 
@@ -589,3 +696,11 @@ struct hp_vthread *hp_drive_thread(const struct hp_drive *d, uint32_t id)
 }
 const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d) { return d->a; }
 uint64_t hp_drive_shown(const struct hp_drive *d) { return d->shown; }
+
+double hp_drive_origin(const struct hp_drive *d)
+{
+	if (!d->a || !d->a->has_first_tick)
+		return 0;
+	double first = ns_at(d, d->a->first_tick);
+	return first < 0 ? first : 0;
+}

@@ -68,6 +68,10 @@ uint32_t hp_drive_nthreads(const struct hp_drive *d);
 struct hp_vthread *hp_drive_thread(const struct hp_drive *d, uint32_t id);
 /* The analysis of the trace being read (in end: of the last one). */
 const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d);
+/* Where the trace being read began, in the views' ns (from its first
+ * CLOCK): its first CLOCK or its earliest event, whichever came first, so
+ * 0 or less. Times less this are never negative. */
+double hp_drive_origin(const struct hp_drive *d);
 /* Shown calls, per trace read (a filter that matched nothing says so). */
 uint64_t hp_drive_shown(const struct hp_drive *d);
 

@@ -20,6 +20,7 @@ struct hp_reader {
 	uint64_t offset; /* of the next record */
 	uint64_t size;   /* of the file */
 	uint64_t cut_at; /* where an incomplete last record begins; 0: none */
+	uint64_t payload_at; /* of the record returned last */
 };
 
 static int fail(char *err, size_t errlen, const char *path, const char *what)
@@ -134,8 +135,14 @@ int hp_reader_next(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
 	if (grow(r, *size) || fread(r->buf, 1, *size, r->f) != *size)
 		return fail(err, errlen, r->path, "read error");
 	*payload = r->buf;
+	r->payload_at = r->offset + HP_RECORD_HEADER_SIZE;
 	r->offset += HP_RECORD_HEADER_SIZE + *size;
 	return 1;
+}
+
+uint64_t hp_reader_payload_at(const struct hp_reader *r)
+{
+	return r->payload_at;
 }
 
 void hp_reader_close(struct hp_reader *r)

@@ -130,6 +130,9 @@ struct hp_reader *hp_reader_open(const char *path, char *err, size_t errlen);
 int hp_reader_next(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
 		   uint32_t *size, char *err, size_t errlen);
 void hp_reader_close(struct hp_reader *r);
+/* Where the payload of the record hp_reader_next returned last lies in the
+ * file: for reading it again later (hp_merge.h). */
+uint64_t hp_reader_payload_at(const struct hp_reader *r);
 uint64_t hp_reader_size(const struct hp_reader *r);
 /* After hp_reader_next failed: where the file was cut, if it failed on an
  * incomplete last record (its header, or a payload of a valid size running

@@ -7,7 +7,10 @@
  *
  * Within a thread, calls come in order. Across threads they come in the
  * order of the file's records (each a run of one thread's events), unless
- * the view asks for HP_VIEW_TIME_ORDER, which merges threads by time.
+ * the view asks for HP_VIEW_TIME_ORDER, which merges threads by time
+ * (hp_merge.h): enters and exits by their tick, except that the exit of a
+ * call without callees comes right after its enter (see hp_vframe.leaf).
+ * Each trace is then read twice: a first pass numbers its functions.
  */
 #ifndef HP_VIEW_H
 #define HP_VIEW_H
@@ -40,7 +43,9 @@ struct hp_vframe {
 	double end, dur;
 	double self;       /* dur less the time of its shown callees */
 	int outermost;     /* no shown frame of fn below it in its thread */
-	int leaf;          /* at exit: it had no shown callee */
+	int leaf;          /* at exit: it had no shown callee. At enter, in a
+			    * time-ordered view: its exit is its thread's
+			    * next event, and comes right after this enter */
 	int lost;          /* at exit: its real exit was lost (a gap in the
 			    * trace); end is the last tick before it. Not a
 			    * call to count. */

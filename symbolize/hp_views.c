@@ -1,18 +1,22 @@
 /*
  * hp_views.c - the table of views: a new view is a file and a line here.
+ * Commands first (in the order `hookprof --help` lists them), then the
+ * formats of `hookprof export`.
  */
 #include <string.h>
 
 #include "hp_view.h"
 
-extern const struct hp_view_ops hp_view_folded;
 extern const struct hp_view_ops hp_view_tree;
 extern const struct hp_view_ops hp_view_graph;
+extern const struct hp_view_ops hp_view_replay;
+extern const struct hp_view_ops hp_view_folded;
 
 const struct hp_view_ops *const hp_views[] = {
-	&hp_view_folded,
 	&hp_view_tree,
 	&hp_view_graph,
+	&hp_view_replay,
+	&hp_view_folded,
 	NULL,
 };
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "hp_analyze.h"
+#include "hp_merge.h"
 #include "hp_cli.h"
 #include "hp_config.h"
 #include "hp_format.h"
@@ -59,7 +60,10 @@ static const char usage_text[] =
 	"                            middle of a record (read up to there; stderr says where)\n"
 	"  info TRACE               what the trace holds: program, clock, threads and their root\n"
 	"                           stacks, modules, losses, and the backtrace of a fatal signal\n"
-	"  dump [--partial] TRACE   every event: thread, time, enter or exit, function\n"
+	"  dump [--partial] TRACE   every event, threads merged in time order: thread, time in ns\n"
+	"                           from the process start, enter or exit, function\n"
+	"  replay [options] [TRACE] every call in time order, indented by depth, with its\n"
+	"                           duration (hookprof replay --help)\n"
 	"\n"
 	"  -h, --help               this text;  --version  the version\n"
 	"\n"
@@ -731,55 +735,80 @@ static int cmd_info(int argc, char **argv)
 
 struct dump_state {
 	struct hp_rows names; /* row i: function id i, named apart from the others */
-	uint64_t tick0;
-	int have_tick0;
+	const struct hp_analysis *a;
+	uint64_t tick0;       /* the process start: the first CLOCK or the first event */
 };
 
-static int dump_events(void *arg, const struct hp_analysis *a, uint32_t stream,
-		       const struct hp_ev *ev, size_t n)
+static int dump_event(void *arg, uint32_t stream, const struct hp_ev *ev, const struct hp_ev *next)
 {
+	(void)next;
 	struct dump_state *d = arg;
-	double ns_per_tick = 1.0;
-	if (a->info.clock_source == HP_CLOCK_TSC && a->info.nclocks >= 2)
-		ns_per_tick = (double)(a->info.clock_ns[1] - a->info.clock_ns[0]) /
-			      (double)(a->info.clock_tick[1] - a->info.clock_tick[0]);
+	const struct hp_analysis *a = d->a;
+	if (!ev)
+		return 0;
 	uint32_t tid = stream < a->info.nstreams ? a->info.streams[stream].tid : 0;
-	for (size_t i = 0; i < n; i++) {
-		if (ev[i].kind == HP_EV_RESET) {
-			printf("%u - reset (events were lost here)\n", tid);
-			continue;
-		}
-		if (!d->have_tick0) {
-			d->tick0 = ev[i].tick;
-			d->have_tick0 = 1;
-		}
-		const char *name = ev[i].func < d->names.n ? hp_row_name(&d->names.row[ev[i].func]) : "?";
-		double t = (double)(int64_t)(ev[i].tick - d->tick0) * ns_per_tick;
-		printf("%u %.0f %s %s\n", tid, t, ev[i].kind == HP_EV_ENTER ? "enter" : "exit", name);
+	if (ev->kind == HP_EV_RESET) {
+		printf("%u - reset (events were lost here)\n", tid);
+		return ferror(stdout) ? -1 : 0;
 	}
+	const char *name = ev->func < d->names.n ? hp_row_name(&d->names.row[ev->func]) : "?";
+	double t = (double)(ev->tick - d->tick0) * a->tb.ns_per_tick;
+	printf("%u %.0f %s %s\n", tid, t, ev->kind == HP_EV_ENTER ? "enter" : "exit", name);
 	return ferror(stdout) ? -1 : 0;
 }
 
-/* A first pass learns every function of the trace, so that two of one name
- * print apart from the first event on; the warnings about names are those
- * of the functions named. */
-static int dump_names(const char *path, int flags, struct dump_state *d)
+/* The first pass learns every function of the trace, so that two of one
+ * name print apart from the first event on (the warnings about names are
+ * those of the functions named), and where its records lie, for the second
+ * pass, which merges the threads by time (hp_merge.h). */
+static int dump_names(struct dump_state *d, const struct hp_analysis *a, char *err, size_t errlen)
 {
-	struct hp_analysis a;
-	char err[ERRLEN];
-	if (hp_analyze(path, flags, NULL, NULL, &a, err, sizeof(err)))
-		return hp_cli_print_error(err);
-	struct hp_symbols *sym = hp_symbols_new(a.info.modules, a.info.nmodules, err, sizeof(err));
-	int rc = sym ? hp_rows_of_functions(&d->names, &a, sym) : -1;
-	if (rc && sym)
-		snprintf(err, sizeof(err), "out of memory");
-	hp_analysis_free(&a);
+	struct hp_symbols *sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, errlen);
+	if (!sym)
+		return -1;
+	int rc = hp_rows_of_functions(&d->names, a, sym);
+	if (rc)
+		snprintf(err, errlen, "out of memory");
 	size_t iter = 0;
 	const char *why;
 	while (!rc && (why = hp_symbols_next_problem(sym, &iter)))
 		rc = hp_rows_add_problem(&d->names, why);
 	hp_symbols_free(sym);
-	return rc ? hp_cli_print_error(err) : 0;
+	return rc;
+}
+
+/* Times from the process start: never negative, whatever thread flushed first. */
+static uint64_t process_start(const struct hp_analysis *a)
+{
+	uint64_t t = a->info.nclocks ? a->info.clock_tick[0] : a->first_tick;
+	if (a->has_first_tick && a->first_tick < t)
+		t = a->first_tick;
+	return t;
+}
+
+static int dump_trace(const char *path, int flags, struct dump_state *d, char *err, size_t errlen)
+{
+	struct hp_analysis a;
+	struct hp_record_index ix = { 0 };
+	if (hp_analyze_indexed(path, flags, &a, &ix, err, errlen)) {
+		hp_record_index_free(&ix);
+		return -1;
+	}
+	d->a = &a;
+	d->tick0 = process_start(&a);
+	int rc = dump_names(d, &a, err, errlen);
+	if (!rc)
+		printf("# tid time_ns enter|exit function (threads merged by time; time from the process start)\n");
+	if (!rc && hp_merge(path, &a, &ix, 0, dump_event, d, err, errlen)) {
+		if (!*err)
+			snprintf(err, errlen, "cannot write to standard output");
+		rc = -1;
+	}
+	if (!rc)
+		warn_cut(stderr, &a);
+	hp_record_index_free(&ix);
+	hp_analysis_free(&a);
+	return rc;
 }
 
 static int cmd_dump(int argc, char **argv)
@@ -792,20 +821,11 @@ static int cmd_dump(int argc, char **argv)
 	if (argc != 2)
 		return hp_cli_usage_error("%s", "dump takes one trace file");
 	struct dump_state d = { 0 };
-	struct hp_analysis a;
-	char err[ERRLEN];
-	if (dump_names(argv[1], flags, &d)) {
-		hp_rows_free(&d.names);
-		return 1;
-	}
-	printf("# tid time_ns enter|exit function (time from the first event; exact until the end record is read)\n");
-	int rc = hp_analyze(argv[1], flags, dump_events, &d, &a, err, sizeof(err));
-	if (rc) {
+	char err[ERRLEN] = "";
+	if (dump_trace(argv[1], flags, &d, err, sizeof(err))) {
 		hp_rows_free(&d.names);
 		return hp_cli_print_error(err);
 	}
-	warn_cut(stderr, &a);
-	hp_analysis_free(&a);
 	if (fflush(stdout)) {
 		hp_rows_free(&d.names);
 		return hp_cli_print_error("cannot write to standard output");

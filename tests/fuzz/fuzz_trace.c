@@ -2,7 +2,9 @@
  * fuzz_trace.c - libFuzzer target for the trace reader: file header and
  * records (hp_reader_next), the non-event records (hp_trace_info_add), the
  * event decoder in pieces (hp_decode) and the flat profile, all through
- * hp_analyze, with and without --partial. No symbol lookup.
+ * hp_analyze, with and without --partial; then the same events again in
+ * time order (hp_merge), which must hand out exactly as many, each of a
+ * function the first pass knew. No symbol lookup.
  *
  * The input becomes the contents of a memfd, read through /proc/self/fd:
  * the reader is exercised as hookprof uses it, on a file.
@@ -17,9 +19,12 @@
 #include <unistd.h>
 
 #include "../../symbolize/hp_analyze.h"
+#include "../../symbolize/hp_merge.h"
 
 static int fd = -1;
 static char path[64];
+
+static uint64_t handed_out; /* by the single pass, RESETs left out */
 
 /* Looks at every event handed out, so a bad one is read. */
 static int on_events(void *arg, const struct hp_analysis *a, uint32_t stream,
@@ -30,8 +35,46 @@ static int on_events(void *arg, const struct hp_analysis *a, uint32_t stream,
 		if (ev[i].kind != HP_EV_RESET && ev[i].func >= a->funcs.n)
 			abort(); /* an index the dictionary does not hold */
 		*sum += ev[i].tick + ev[i].func + ev[i].kind + stream;
+		handed_out += ev[i].kind != HP_EV_RESET;
 	}
 	return 0;
+}
+
+struct merged {
+	const struct hp_analysis *a;
+	uint64_t events;
+};
+
+static int on_merged(void *arg, uint32_t stream, const struct hp_ev *ev, const struct hp_ev *next)
+{
+	(void)stream, (void)next;
+	struct merged *m = arg;
+	if (!ev)
+		return 0;
+	if (ev->kind != HP_EV_RESET) {
+		if (ev->func >= m->a->funcs.n)
+			abort();
+		m->events++;
+	}
+	return 0;
+}
+
+/* The second pass reads what the first read: the same events, none more. */
+static void merge(int flags, uint64_t first_pass_events)
+{
+	struct hp_analysis a;
+	struct hp_record_index ix = { 0 };
+	char err[1024];
+	if (hp_analyze_indexed(path, flags, &a, &ix, err, sizeof(err)) == 0) {
+		struct merged m = { &a, 0 };
+		if (hp_merge(path, &a, &ix, HP_MERGE_LEAF_PAIRS, on_merged, &m, err, sizeof(err)))
+			abort(); /* the first pass read the file whole */
+		/* normalised events: as many as the single pass handed out */
+		if (m.events != first_pass_events)
+			abort();
+		hp_analysis_free(&a);
+	}
+	hp_record_index_free(&ix);
 }
 
 static void analyze(int flags)
@@ -39,10 +82,12 @@ static void analyze(int flags)
 	struct hp_analysis a;
 	char err[1024];
 	uint64_t sum = 0;
+	handed_out = 0;
 	if (hp_analyze(path, flags, on_events, &sum, &a, err, sizeof(err)) == 0) {
 		for (uint32_t i = 0; i < a.funcs.n && i < a.prof.nf; i++)
 			sum += a.prof.f[i].calls + a.prof.f[i].total + a.prof.f[i].self;
 		hp_analysis_free(&a);
+		merge(flags, handed_out);
 	}
 	/* Keeps the sum alive. */
 	if (sum == 42)

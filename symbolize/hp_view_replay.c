@@ -1,0 +1,227 @@
+/*
+ * hp_view_replay.c - `hookprof replay`: every shown call in time order,
+ * indented by depth like C source. A call with no shown callee is one line
+ * "name();" with its duration; the others open with "name() {" and close
+ * with "} /" "* name *" "/", the duration on the closing line. Columns: the
+ * time from the trace's start in seconds (of the enter; of the exit on a
+ * closing line), the duration, the thread id.
+ *
+ * Whether a call is a leaf is known at its thread's next shown event. The
+ * enter waits as the one pending line until the next line of any thread is
+ * due: if that is its own exit, the call is a leaf; if anything else, the
+ * enter goes out as "name() {" first, so lines stay in time order. The
+ * driver hands a leaf's exit right after its enter, so a leaf is always
+ * one line. Nothing but that line is held: output streams.
+ *
+ * Indentation stops at INDENT_MAX levels (a recursion 100000 deep would
+ * otherwise write gigabytes of spaces); deeper lines begin "(depth N) ".
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp_drive.h"
+
+#define INDENT_MAX 64u
+
+struct replay {
+	double origin;           /* ns of the trace's start */
+	int pending;             /* an enter waits */
+	const struct hp_vthread *pt;
+	struct hp_vframe pf;
+	char *buf;               /* the line being made */
+	size_t cap;
+};
+
+static int open_replay(struct hp_view *v, char *err, size_t errlen)
+{
+	struct replay *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	v->state = r;
+	fprintf(v->out, "#        TIME_S    DURATION      TID | FUNCTION\n");
+	return 0;
+}
+
+/* Lines are made by hand, not by printf: formatting floating point was
+ * most of replay's time. */
+
+/* Writes v's decimal digits, at least min_digits of them, ending at end;
+ * returns where they begin. */
+static char *digits(char *end, uint64_t v, int min_digits)
+{
+	char *p = end;
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v || end - p < min_digits);
+	return p;
+}
+
+/* s (n bytes) right-aligned in width, into buf (room for width + 1, or n + 1). */
+static void right(char *buf, size_t width, const char *s, size_t n)
+{
+	size_t pad = n < width ? width - n : 0;
+	memset(buf, ' ', pad);
+	memcpy(buf + pad, s, n);
+	buf[pad + n] = 0;
+}
+
+/* "12.345678901": seconds and nanoseconds. */
+static void format_time(char *buf, size_t width, uint64_t ns)
+{
+	char tmp[48], *end = tmp + sizeof(tmp);
+	char *p = digits(end, ns % 1000000000u, 9);
+	*--p = '.';
+	p = digits(p, ns / 1000000000u, 1);
+	right(buf, width, p, (size_t)(end - p));
+}
+
+/* "870 ns", "1.234 us", "5.678 ms", "2.345 s" */
+static void format_duration(char *buf, size_t width, uint64_t ns)
+{
+	static const char *const unit[] = { " ns", " us", " ms", " s" };
+	char tmp[48], *end = tmp + 40, *p;
+	uint64_t scale = 1;
+	int u = 0;
+	while (u < 3 && ns >= scale * 1000) {
+		scale *= 1000;
+		u++;
+	}
+	if (!u) {
+		p = digits(end, ns, 1);
+	} else {
+		p = digits(end, ns / (scale / 1000) % 1000, 3);
+		*--p = '.';
+		p = digits(p, ns / scale, 1);
+	}
+	size_t len = strlen(unit[u]);
+	memcpy(end, unit[u], len);
+	right(buf, width, p, (size_t)(end - p) + len);
+}
+
+static uint64_t round_ns(double ns)
+{
+	return ns <= 0 ? 0 : (uint64_t)(ns + 0.5);
+}
+
+/* One line: when (ns on the views' scale), the duration (NULL: none). */
+static int line(struct hp_view *v, const struct hp_vthread *t, const struct hp_vframe *f,
+		double when, const double *dur, const char *open, const char *close)
+{
+	struct replay *r = v->state;
+	char ts[48], d[48], tid[24], indent[2 * INDENT_MAX + 1], deep[32] = "";
+	format_time(ts, 15, round_ns(when - r->origin));
+	if (dur && !f->lost)
+		format_duration(d, 11, round_ns(*dur));
+	else
+		right(d, 11, "", 0);
+	char tmp[16], *tend = tmp + sizeof(tmp), *tp = digits(tend, t->tid, 1);
+	right(tid, 8, tp, (size_t)(tend - tp));
+	if (f->depth > INDENT_MAX)
+		snprintf(deep, sizeof(deep), "(depth %u) ", f->depth);
+	unsigned n = 2 * (f->depth > INDENT_MAX ? INDENT_MAX : f->depth);
+	memset(indent, ' ', n);
+	indent[n] = 0;
+	const char *name = hp_fntab_name(hp_drive_fns(v->d), f->fn);
+	const char *lost = f->lost ? " /* exit lost */" : "";
+	const char *part[] = { ts, " ", d, " ", tid, " | ", indent, deep, open, name, close, lost };
+	size_t len[sizeof(part) / sizeof(part[0])], total = 1;
+	for (size_t i = 0; i < sizeof(part) / sizeof(part[0]); i++)
+		total += len[i] = strlen(part[i]);
+	if (total > r->cap) {
+		char *buf = realloc(r->buf, total);
+		if (!buf)
+			return -1;
+		r->buf = buf;
+		r->cap = total;
+	}
+	char *p = r->buf;
+	for (size_t i = 0; i < sizeof(part) / sizeof(part[0]); i++)
+		p = mempcpy(p, part[i], len[i]);
+	*p = '\n';
+	FILE *o = v->out;
+	fwrite_unlocked(r->buf, 1, total, o);
+	return ferror(o) ? -1 : 0;
+}
+
+static int flush_pending(struct hp_view *v)
+{
+	struct replay *r = v->state;
+	if (!r->pending)
+		return 0;
+	r->pending = 0;
+	return line(v, r->pt, &r->pf, r->pf.start, NULL, "", "() {");
+}
+
+static int trace_replay(struct hp_view *v, const struct hp_analysis *a, char *err, size_t errlen)
+{
+	(void)a;
+	struct replay *r = v->state;
+	if (flush_pending(v)) {
+		snprintf(err, errlen, "the output could not be written");
+		return -1;
+	}
+	r->origin = hp_drive_origin(v->d);
+	return 0;
+}
+
+static int enter_replay(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f)
+{
+	struct replay *r = v->state;
+	if (flush_pending(v))
+		return -1;
+	r->pending = 1;
+	r->pt = t;
+	r->pf = *f;
+	return 0;
+}
+
+static int exit_replay(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f)
+{
+	struct replay *r = v->state;
+	if (r->pending && r->pt == t && r->pf.depth == f->depth) {
+		r->pending = 0;
+		return line(v, t, f, f->start, &f->dur, "", "();");
+	}
+	if (flush_pending(v))
+		return -1;
+	return line(v, t, f, f->end, &f->dur, "} /* ", " */");
+}
+
+static int end_replay(struct hp_view *v, char *err, size_t errlen)
+{
+	if (flush_pending(v) || fflush(v->out)) {
+		snprintf(err, errlen, "the output could not be written");
+		return -1;
+	}
+	return 0;
+}
+
+static void close_replay(struct hp_view *v)
+{
+	struct replay *r = v->state;
+	if (r)
+		free(r->buf);
+	free(v->state);
+	v->state = NULL;
+}
+
+const struct hp_view_ops hp_view_replay = {
+	.name = "replay",
+	.summary = "every call in time order, threads merged, indented by depth, with its duration",
+	.help = "  columns: TIME_S, seconds from the trace's start (of the enter; of the exit on\n"
+		"  a closing line); DURATION, on a call's one line or its closing line; TID.\n"
+		"  A call with no shown callee is one line \"name();\". Several traces: one after\n"
+		"  the other.\n",
+	.flags = HP_VIEW_TIME_ORDER,
+	.open = open_replay,
+	.trace = trace_replay,
+	.enter = enter_replay,
+	.exit = exit_replay,
+	.end = end_replay,
+	.close = close_replay,
+};
