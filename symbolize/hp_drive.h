@@ -39,8 +39,13 @@ struct hp_drive_opts {
 	int analyze_flags;    /* HP_ANALYZE_* */
 	struct hp_filter filter;
 	/* Told each thing the user should know, one line each: why some names
-	 * are module+0xoffset, a filter that matched nothing. May be NULL. */
+	 * are module+0xoffset, a filter that matched nothing, a trace cut
+	 * short, the same trace given twice, traces of unrelated programs
+	 * merged. May be NULL. */
 	void (*warn)(const char *line);
+	/* The view shows each trace apart (report --per-process): traces of
+	 * unrelated programs are no concern. */
+	int traces_apart;
 };
 
 /* Parses one of the filter options (argument of getopt_long's name `opt`:
