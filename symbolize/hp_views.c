@@ -6,9 +6,11 @@
 #include "hp_view.h"
 
 extern const struct hp_view_ops hp_view_folded;
+extern const struct hp_view_ops hp_view_flat;
 
 const struct hp_view_ops *const hp_views[] = {
 	&hp_view_folded,
+	&hp_view_flat,
 	NULL,
 };
 
