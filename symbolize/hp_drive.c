@@ -662,7 +662,7 @@ static int note_unrelated(struct hp_drive *d, char **paths, uint32_t n)
 		}
 	for (uint32_t i = 1; i < n; i++)
 		if (group_of(t, i) == i &&
-		    note(d, "%s (%s) and %s (%s) are traces of unrelated programs, merged; --per-process shows them apart",
+		    note(d, "%s (%s) and %s (%s) are traces of unrelated programs (no function in common), merged",
 			 paths[0], t[0].program, paths[i], t[i].program))
 			return -1;
 	return 0;
@@ -744,3 +744,49 @@ struct hp_vthread *hp_drive_thread(const struct hp_drive *d, uint32_t id)
 }
 const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d) { return d->a; }
 uint64_t hp_drive_shown(const struct hp_drive *d) { return d->shown; }
+
+/* ---- a driver without traces, for tests ------------------------------------ */
+
+struct hp_drive *hp_drive_bare(void)
+{
+	return calloc(1, sizeof(struct hp_drive));
+}
+
+uint32_t hp_drive_bare_fn(struct hp_drive *d, const char *name, const char *file, int line)
+{
+	struct hp_symbol s = { .name = name, .module = "test", .file = file, .line = line,
+			       .offset = d->fns.rows.n };
+	return hp_fntab_intern(&d->fns, &s);
+}
+
+struct hp_vthread *hp_drive_bare_thread(struct hp_drive *d, uint32_t trace, uint32_t tid)
+{
+	if (d->nthreads == d->threads_cap) {
+		uint32_t cap = d->threads_cap ? d->threads_cap * 2 : 16;
+		struct hp_vthread **t = realloc(d->threads, cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		d->threads = t;
+		d->threads_cap = cap;
+	}
+	struct hp_vthread *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->id = d->nthreads;
+	t->trace = trace;
+	t->pid = t->tid = tid;
+	t->process = "test";
+	d->threads[d->nthreads++] = t;
+	return t;
+}
+
+void hp_drive_bare_free(struct hp_drive *d)
+{
+	if (!d)
+		return;
+	for (uint32_t i = 0; i < d->nthreads; i++)
+		free(d->threads[i]);
+	free(d->threads);
+	hp_fntab_free(&d->fns);
+	free(d);
+}

@@ -76,4 +76,17 @@ const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d);
 /* Shown calls, per trace read (a filter that matched nothing says so). */
 uint64_t hp_drive_shown(const struct hp_drive *d);
 
+/*
+ * A driver that reads no trace, for feeding a view hand-made frames (the
+ * views' unit tests): functions and threads are made by hand, and the
+ * functions above answer as while driving. NULL out of memory.
+ */
+struct hp_drive *hp_drive_bare(void);
+/* A function of module "test" named name, defined at file:line (file may
+ * be NULL); its id, or HP_NO_FN out of memory. */
+uint32_t hp_drive_bare_fn(struct hp_drive *d, const char *name, const char *file, int line);
+/* A thread of trace `trace`; NULL out of memory. */
+struct hp_vthread *hp_drive_bare_thread(struct hp_drive *d, uint32_t trace, uint32_t tid);
+void hp_drive_bare_free(struct hp_drive *d);
+
 #endif
