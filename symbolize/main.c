@@ -20,6 +20,7 @@
 #include "hp_analyze.h"
 #include "hp_cli.h"
 #include "hp_config.h"
+#include "hp_diff.h"
 #include "hp_drive.h"
 #include "hp_format.h"
 #include "hp_report.h"
@@ -57,6 +58,16 @@ static const char usage_text[] =
 	"      --limit=N             print the first N functions only\n"
 	"      --partial             report a trace that has no end record, also one cut in the\n"
 	"                            middle of a record (read up to there; stderr says where)\n"
+	"      --per-run             the calls and self time of each trace as more columns\n"
+	"      --per-thread          one section per thread (times are wall-clock summed over\n"
+	"                            threads otherwise)\n"
+	"      --thread=TID|NAME --depth=N --function=REGEX --exclude=REGEX --min=DURATION\n"
+	"      --time=FROM,TO        the filters every view takes (hookprof tree --help)\n"
+	"      CSV columns: function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\n"
+	"      (source: FILE:LINE of the function where known)\n"
+	"  diff [options] OLD NEW   per function the change of calls, self and total time\n"
+	"                           between two traces or directories of repeated runs\n"
+	"                           (hookprof diff --help)\n"
 	"  info TRACE               what the trace holds: program, clock, threads and their root\n"
 	"                           stacks, modules, losses, and the backtrace of a fatal signal\n"
 	"  dump [--partial] TRACE   every event: thread, time, enter or exit, function\n"
@@ -616,6 +627,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "info"))
 		return cmd_info(argc - 1, argv + 1);
+	if (!strcmp(cmd, "diff"))
+		return hp_diff_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "dump"))
 		return cmd_dump(argc - 1, argv + 1);
 	const struct hp_view_ops *view = hp_view_find(cmd);
