@@ -225,22 +225,51 @@ static int print_merged(struct hp_view *v)
 	return print_rows(v, 0, f->fl.ng, NULL);
 }
 
+/* Threads by trace, each process's main thread first, then in order of
+ * their first event. */
+static int by_trace_main_first(const void *x, const void *y)
+{
+	const struct hp_vthread *a = *(struct hp_vthread *const *)x, *b = *(struct hp_vthread *const *)y;
+	if (a->trace != b->trace)
+		return a->trace < b->trace ? -1 : 1;
+	int am = a->tid == a->pid, bm = b->tid == b->pid;
+	if (am != bm)
+		return am ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static int has_calls(const struct hp_flat *fl, uint32_t group)
+{
+	for (size_t fn = 0; group < fl->ng && fn < fl->g[group].nf; fn++)
+		if (fl->g[group].f[fn].calls)
+			return 1;
+	return 0;
+}
+
 static int print_per_thread(struct hp_view *v)
 {
 	struct flat *f = v->state;
+	uint32_t n = hp_drive_nthreads(v->d);
+	struct hp_vthread **order = calloc(n + 1, sizeof(*order));
+	if (!order)
+		return -1;
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = hp_drive_thread(v->d, i);
+	qsort(order, n, sizeof(*order), by_trace_main_first);
 	for (uint32_t i = 0; i < f->ntr; i++)
 		fwrite(f->tr[i].text, 1, f->tr[i].len, v->out);
-	for (uint32_t id = 0; id < hp_drive_nthreads(v->d); id++) {
-		const struct hp_vthread *t = hp_drive_thread(v->d, id);
-		if (id >= f->fl.ng)
-			break;
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		const struct hp_vthread *t = order[i];
+		if (!has_calls(&f->fl, t->id))
+			continue;
 		fprintf(v->out, "## thread %u%s%s, process %u %s (%s)\n", t->tid, *t->name ? " " : "",
 			t->name, t->pid, t->process, t->trace < f->ntr ? f->tr[t->trace].path : "?");
-		if (print_rows(v, id, id + 1, NULL))
-			return -1;
+		rc = print_rows(v, t->id, t->id + 1, NULL);
 		fputc('\n', v->out);
 	}
-	return 0;
+	free(order);
+	return rc;
 }
 
 /* Each trace's title again, indented as deep as its process is in the tree. */

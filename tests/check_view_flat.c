@@ -136,13 +136,17 @@ START_TEST(test_per_thread_sections)
 {
 	uint32_t w = hp_drive_bare_fn(d, "work", NULL, 0);
 	struct hp_vthread *t1 = hp_drive_bare_thread(d, 0, 11), *t2 = hp_drive_bare_thread(d, 0, 12);
+	struct hp_vthread *t3 = hp_drive_bare_thread(d, 0, 13), *t4 = hp_drive_bare_thread(d, 0, 14);
 	vo.per = HP_PER_THREAD;
 	open_view();
+	call(t3, w, 0, 0, 10, 10, 1, 1); /* only a lost frame: no section */
+	call(t4, w, 0, 0, 10, 10, 1, 0);
 	call(t1, w, 0, 0, 100, 100, 1, 0);
 	call(t2, w, 0, 0, 100, 100, 1, 0);
 	call(t2, w, 0, 200, 250, 50, 1, 0);
 	ck_assert_str_eq(finish(), "## thread 11, process 11 test (?)\n" HEAD "work,1,100,100,100,100,100,test,\n\n"
-				   "## thread 12, process 12 test (?)\n" HEAD "work,2,150,150,75,50,100,test,\n\n");
+				   "## thread 12, process 12 test (?)\n" HEAD "work,2,150,150,75,50,100,test,\n\n"
+				   "## thread 14, process 14 test (?)\n" HEAD "work,1,10,10,10,10,10,test,\n\n");
 }
 END_TEST
 

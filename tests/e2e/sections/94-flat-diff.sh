@@ -148,6 +148,9 @@ check "diff of 3 runs a side: means per run 40 -> 100, 3 runs each, a spread and
 "$HP" diff "$FD/old" "$FD/new" >"$FD/diff3.table" 2>&1
 check "diff table of 3 runs a side: the spread min..max for dc_leaf" "$(brief "$FD/diff3.table")" \
 	grep -Eq '^ +40 +100 .*\.\..*\.\..*  dc_leaf$' "$FD/diff3.table"
+"$HP" diff --format=csv "$FD/old" "$FD/old" >"$FD/same.csv" 2>"$FD/same.err"
+check "diff of the same 3 runs on both sides: every change 0, every one within the noise" "$(brief "$FD/same.csv")" \
+	awk -F, '{ sub(/\r$/, "") } NR > 1 { n++; if ($2 != $3 || $6 != 0 || $NF != "yes") bad = 1 } END { exit bad || n != 3 }' "$FD/same.csv"
 "$HP" diff "$FD/old" >/dev/null 2>"$FD/diff1.err"
 rc=$?
 check "diff with one operand: a usage error in one line" "status $rc, $(brief "$FD/diff1.err")" \
