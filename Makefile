@@ -22,7 +22,7 @@ VERSION := 0.1.0
 # The runtime must never be instrumented itself, whatever CFLAGS says.
 HP_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -pthread -MMD -MP -fno-instrument-functions
 LIB_CFLAGS := $(HP_CFLAGS) -fPIC -fvisibility=hidden
-SYM_LIBS := -ldw -lelf -lstdc++
+SYM_LIBS := -ldw -lelf -lstdc++ -lm
 # Crash backtraces and thread root stacks (lib/hp_unwind.c); users of
 # libhookprof.a link it too (hookprof.pc's Libs.private).
 UNWIND_LIBS := -lunwind

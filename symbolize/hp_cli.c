@@ -4,8 +4,11 @@
 #define _GNU_SOURCE
 #include "hp_cli.h"
 
+#include "hp_format.h"
+
 #include <dirent.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,4 +177,86 @@ int hp_cli_traces(char **args, int n, struct hp_cli_names *out, char *err, size_
 		n = 1;
 	}
 	return hp_cli_expand_dirs(args, n, out, err, errlen);
+}
+
+/* ---- crash backtraces (CRASH records) ---------------------------------- */
+
+static const char *signal_name(uint32_t sig, char *buf, size_t len)
+{
+	const char *abbrev = sig < 128 ? sigabbrev_np((int)sig) : NULL;
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %u", sig);
+	return buf;
+}
+
+/* Frames after the first hold return addresses: the call is the byte before. */
+static void lookup_frame(struct hp_symbols *sym, const struct hp_stack *st, uint32_t i,
+			 struct hp_symbol *out)
+{
+	hp_symbols_lookup(sym, i ? st->pc[i] - 1 : st->pc[i], out);
+}
+
+static int is_open_frame(struct hp_symbols *sym, const struct hp_analysis *a, const char *name)
+{
+	for (size_t i = 0; i < a->ncrash_open; i++) {
+		struct hp_symbol s;
+		hp_symbols_lookup(sym, a->crash_open[i], &s);
+		if (!strcmp(s.name, name))
+			return 1;
+	}
+	return 0;
+}
+
+static void print_crash_frames(FILE *out, const char *pre, struct hp_symbols *sym,
+			       const struct hp_analysis *a)
+{
+	const struct hp_stack *st = &a->info.crash.stack;
+	for (uint32_t i = 0; i < st->n; i++) {
+		struct hp_symbol s;
+		lookup_frame(sym, st, i, &s);
+		fprintf(out, "%s  #%-3u 0x%016llx %s (%s)", pre, i, (unsigned long long)st->pc[i],
+			s.name, s.module);
+		if (s.file)
+			fprintf(out, " %s:%d", s.file, s.line);
+		fprintf(out, "%s\n", is_open_frame(sym, a, s.name) ? "  [not returned]" : "");
+	}
+	if (st->flags & HP_STACK_TRUNCATED)
+		fprintf(out, "%s  ... truncated: the first %u frames only\n", pre, st->n);
+}
+
+static void print_open_frames(FILE *out, const char *pre, struct hp_symbols *sym,
+			      const struct hp_analysis *a)
+{
+	fprintf(out, "%snot returned (instrumented frames open at the crash, outermost first):", pre);
+	for (size_t i = 0; i < a->ncrash_open; i++) {
+		struct hp_symbol s;
+		hp_symbols_lookup(sym, a->crash_open[i], &s);
+		fprintf(out, "%s%s", i ? " > " : " ", s.name);
+	}
+	fprintf(out, "%s\n", a->ncrash_open ? "" : " none");
+}
+
+/* The signal, the thread, its backtrace and the frames that never returned;
+ * every line starts with pre. */
+void hp_cli_print_crash(FILE *out, const char *pre, struct hp_symbols *sym,
+			const struct hp_analysis *a)
+{
+	const struct hp_crash *k = &a->info.crash;
+	char name[32];
+	fprintf(out, "%scrash: %s (signal %u, code %d", pre, signal_name(k->signal, name, sizeof(name)),
+		k->signal, k->code);
+	if (k->addr || k->signal == SIGSEGV || k->signal == SIGBUS)
+		fprintf(out, ", address 0x%llx", (unsigned long long)k->addr);
+	fprintf(out, ")\n");
+	const struct hp_stream_info *si = k->stream < a->info.nstreams ? &a->info.streams[k->stream] : NULL;
+	if (si && si->seen)
+		fprintf(out, "%sthread: stream %u tid %u %s\n", pre, k->stream, k->tid, si->name);
+	else
+		fprintf(out, "%sthread: tid %u (no events recorded)\n", pre, k->tid);
+	fprintf(out, "%sbacktrace: %u frame%s, unwound in %.1f us\n", pre, k->stack.n,
+		k->stack.n == 1 ? "" : "s", (double)k->unwind_ns / 1e3);
+	print_crash_frames(out, pre, sym, a);
+	print_open_frames(out, pre, sym, a);
 }

@@ -8,7 +8,11 @@
 
 #include <stddef.h>
 
+#include <stdio.h>
+
+#include "hp_analyze.h"
 #include "hp_report.h"
+#include "hp_symbols.h"
 
 /* Exit statuses: 2 for a wrong command line, 1 for anything else. */
 int hp_cli_usage_error(const char *fmt, const char *arg);
@@ -31,5 +35,9 @@ int hp_cli_expand_dirs(char **args, int n, struct hp_cli_names *out, char *err, 
  * 0, or -1 with a reason in err. */
 int hp_cli_traces(char **args, int n, struct hp_cli_names *out, char *err, size_t errlen);
 int hp_cli_parse_sort(const char *s, enum hp_sort *key);
+/* The crash of a's trace: the signal, the thread, its backtrace and the
+ * frames that never returned; every line starts with pre. */
+void hp_cli_print_crash(FILE *out, const char *pre, struct hp_symbols *sym,
+			const struct hp_analysis *a);
 
 #endif

@@ -12,9 +12,12 @@
 #include "hp_drive.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/stat.h>
 
 #include "hp_merge.h"
 #include "hp_opencount.h"
@@ -42,6 +45,23 @@ struct tstate {
 
 enum { FN_KNOWN = 1, FN_EXCLUDED = 2, FN_MATCHES = 4 };
 
+/* A trace read, kept to tell the user of merges that mislead: the same
+ * trace twice, traces of unrelated programs. */
+struct seen {
+	dev_t dev;
+	ino_t ino;
+	int stated;
+	uint32_t pid;
+	uint64_t start_ns;
+	char *program;      /* the executable's base name */
+	/* Its functions that have a source file, as hashes of name and the
+	 * file's base name, sorted at its end: two builds of one program
+	 * share some, unrelated programs none. */
+	uint64_t *keys;
+	size_t nkeys, cap;
+	uint32_t group;     /* union-find over related traces */
+};
+
 struct hp_drive {
 	const struct hp_drive_opts *o;
 	struct hp_view *v;
@@ -62,6 +82,8 @@ struct hp_drive {
 	size_t nts;
 	int began;
 	int exit_next;          /* time order: the event fed is an enter whose exit follows */
+	struct seen *seen;      /* by trace */
+	struct hp_rows notes;   /* warnings, told once every trace is read */
 	char *err;
 	size_t errlen;
 };
@@ -259,6 +281,27 @@ static struct tstate *thread_state(struct hp_drive *d, uint32_t stream)
 	return s;
 }
 
+static uint64_t fnv(uint64_t h, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return (h ^ 0xff) * 0x100000001b3ull;
+}
+
+static int add_key(struct seen *t, const struct hp_symbol *s)
+{
+	if (t->nkeys == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		uint64_t *k = realloc(t->keys, cap * sizeof(*k));
+		if (!k)
+			return -1;
+		t->keys = k;
+		t->cap = cap;
+	}
+	t->keys[t->nkeys++] = fnv(fnv(0xcbf29ce484222325ull, s->name), base_name(s->file));
+	return 0;
+}
+
 /* The fns id of the trace's function id `func`, named at first sight. */
 static uint32_t global_fn(struct hp_drive *d, uint32_t func)
 {
@@ -279,6 +322,8 @@ static uint32_t global_fn(struct hp_drive *d, uint32_t func)
 		uint32_t module = a->func_module ? a->func_module[func] : HP_SYMBOLS_ANY_MODULE;
 		hp_symbols_lookup_in(d->sym, module, a->funcs.addr[func], &s);
 		d->gfn[func] = hp_fntab_intern(&d->fns, &s);
+		if (s.file && d->gfn[func] != HP_NO_FN && add_key(&d->seen[d->trace], &s))
+			return HP_NO_FN;
 	}
 	return d->gfn[func];
 }
@@ -616,8 +661,58 @@ static int read_in_file_order(struct hp_drive *d, const char *path, struct hp_an
 	return hp_analyze(path, d->o->analyze_flags, on_events, d, a, d->err, d->errlen);
 }
 
-static int drive_trace(struct hp_drive *d, const char *path, struct hp_analysis *a)
+static int note(struct hp_drive *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int note(struct hp_drive *d, const char *fmt, ...)
 {
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	return hp_rows_add_problem(&d->notes, line);
+}
+
+static int by_value(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* What is known of the trace just read, and whether it was read before:
+ * a trace counted twice doubles every figure without a sign. */
+static int remember_trace(struct hp_drive *d, char **paths, const struct hp_analysis *a)
+{
+	struct seen *t = &d->seen[d->trace];
+	struct stat st;
+	if (!stat(a->path, &st)) {
+		t->stated = 1;
+		t->dev = st.st_dev;
+		t->ino = st.st_ino;
+	}
+	t->pid = a->info.pid;
+	t->start_ns = a->info.start_realtime_ns;
+	t->group = d->trace;
+	if (!(t->program = strdup(base_name(a->info.exe))))
+		return -1;
+	if (t->nkeys)
+		qsort(t->keys, t->nkeys, sizeof(*t->keys), by_value);
+	if (a->cut_at && note(d, "%s: trace cut at byte %llu (an incomplete record, left out); every record before it was read",
+			      a->path, (unsigned long long)a->cut_at))
+		return -1;
+	for (uint32_t i = 0; i < d->trace; i++) {
+		const struct seen *o = &d->seen[i];
+		int same_file = t->stated && o->stated && t->dev == o->dev && t->ino == o->ino;
+		if (!same_file && (t->pid != o->pid || t->start_ns != o->start_ns || !t->start_ns))
+			continue;
+		return note(d, "%s and %s are the same %s: its calls are counted twice", paths[i], a->path,
+			    same_file ? "file" : "trace (one process, one start)");
+	}
+	return 0;
+}
+
+static int drive_trace(struct hp_drive *d, char **paths, struct hp_analysis *a)
+{
+	const char *path = paths[d->trace];
 	int rc = d->v->ops->flags & HP_VIEW_TIME_ORDER ? read_in_time_order(d, path, a)
 						       : read_in_file_order(d, path, a);
 	if (rc)
@@ -626,6 +721,10 @@ static int drive_trace(struct hp_drive *d, const char *path, struct hp_analysis 
 		rc = begin_trace(d, a);
 	if (!rc)
 		rc = end_trace(d, a);
+	if (!rc && remember_trace(d, paths, a))
+		rc = -1, snprintf(d->err, d->errlen, "out of memory");
+	if (!rc && d->v->ops->trace_done)
+		rc = d->v->ops->trace_done(d->v, a, d->err, d->errlen);
 	if (rc)
 		name_trace(d, path);
 	return rc;
@@ -636,10 +735,52 @@ static int filtering(const struct hp_filter *f)
 	return f->thread || f->depth || f->has_function || f->has_exclude || f->min_ns || f->has_time;
 }
 
+static uint32_t group_of(struct seen *t, uint32_t i)
+{
+	while (t[i].group != i)
+		i = t[i].group = t[t[i].group].group;
+	return i;
+}
+
+static int share_a_function(const struct seen *a, const struct seen *b)
+{
+	for (size_t i = 0, j = 0; i < a->nkeys && j < b->nkeys;) {
+		if (a->keys[i] == b->keys[j])
+			return 1;
+		if (a->keys[i] < b->keys[j])
+			i++;
+		else
+			j++;
+	}
+	return 0;
+}
+
+/* Traces are of related programs when they are of one program, or when
+ * they share a function (name and source file): two builds of a program
+ * are related, pigz and lz4 are not. One line per group beyond the first. */
+static int note_unrelated(struct hp_drive *d, char **paths, uint32_t n)
+{
+	struct seen *t = d->seen;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < i; j++) {
+			uint32_t gi = group_of(t, i), gj = group_of(t, j);
+			if (gi != gj && (!strcmp(t[i].program, t[j].program) || share_a_function(&t[i], &t[j])))
+				t[gi].group = gj;
+		}
+	for (uint32_t i = 1; i < n; i++)
+		if (group_of(t, i) == i &&
+		    note(d, "%s (%s) and %s (%s) are traces of unrelated programs (no function in common), merged",
+			 paths[0], t[0].program, paths[i], t[i].program))
+			return -1;
+	return 0;
+}
+
 static void tell(const struct hp_drive *d)
 {
 	if (!d->o->warn)
 		return;
+	for (size_t i = 0; i < d->notes.nproblems; i++)
+		d->o->warn(d->notes.problem[i]);
 	for (size_t i = 0; i < d->fns.rows.nproblems; i++)
 		d->o->warn(d->fns.rows.problem[i]);
 	if (filtering(&d->o->filter) && !d->shown)
@@ -655,9 +796,13 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	int rc = v->ops->open ? v->ops->open(v, err, errlen) : 0;
 	struct hp_analysis a, last = { 0 };
 	int have_last = 0;
+	if (!rc && !(d.seen = calloc((size_t)npaths + 1, sizeof(*d.seen)))) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+	}
 	for (int i = 0; i < npaths && !rc; i++) {
 		d.trace = (uint32_t)i;
-		rc = drive_trace(&d, paths[i], &a);
+		rc = drive_trace(&d, paths, &a);
 		forget_trace(&d);
 		if (rc)
 			break;
@@ -668,6 +813,10 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	}
 	d.a = have_last ? &last : NULL;
 	if (!rc && hp_fntab_label(&d.fns)) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+	}
+	if (!rc && !o->traces_apart && note_unrelated(&d, paths, (uint32_t)npaths)) {
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	}
@@ -684,6 +833,12 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	free(d.threads);
 	free(d.fnflags);
 	hp_fntab_free(&d.fns);
+	for (int i = 0; d.seen && i < npaths; i++) {
+		free(d.seen[i].program);
+		free(d.seen[i].keys);
+	}
+	free(d.seen);
+	hp_rows_free(&d.notes);
 	v->d = NULL;
 	return rc;
 }
@@ -703,4 +858,50 @@ double hp_drive_origin(const struct hp_drive *d)
 		return 0;
 	double first = ns_at(d, d->a->first_tick);
 	return first < 0 ? first : 0;
+}
+
+/* ---- a driver without traces, for tests ------------------------------------ */
+
+struct hp_drive *hp_drive_bare(void)
+{
+	return calloc(1, sizeof(struct hp_drive));
+}
+
+uint32_t hp_drive_bare_fn(struct hp_drive *d, const char *name, const char *file, int line)
+{
+	struct hp_symbol s = { .name = name, .module = "test", .file = file, .line = line,
+			       .offset = d->fns.rows.n };
+	return hp_fntab_intern(&d->fns, &s);
+}
+
+struct hp_vthread *hp_drive_bare_thread(struct hp_drive *d, uint32_t trace, uint32_t tid)
+{
+	if (d->nthreads == d->threads_cap) {
+		uint32_t cap = d->threads_cap ? d->threads_cap * 2 : 16;
+		struct hp_vthread **t = realloc(d->threads, cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		d->threads = t;
+		d->threads_cap = cap;
+	}
+	struct hp_vthread *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->id = d->nthreads;
+	t->trace = trace;
+	t->pid = t->tid = tid;
+	t->process = "test";
+	d->threads[d->nthreads++] = t;
+	return t;
+}
+
+void hp_drive_bare_free(struct hp_drive *d)
+{
+	if (!d)
+		return;
+	for (uint32_t i = 0; i < d->nthreads; i++)
+		free(d->threads[i]);
+	free(d->threads);
+	hp_fntab_free(&d->fns);
+	free(d);
 }

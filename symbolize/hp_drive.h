@@ -39,8 +39,13 @@ struct hp_drive_opts {
 	int analyze_flags;    /* HP_ANALYZE_* */
 	struct hp_filter filter;
 	/* Told each thing the user should know, one line each: why some names
-	 * are module+0xoffset, a filter that matched nothing. May be NULL. */
+	 * are module+0xoffset, a filter that matched nothing, a trace cut
+	 * short, the same trace given twice, traces of unrelated programs
+	 * merged. May be NULL. */
 	void (*warn)(const char *line);
+	/* The view shows each trace apart (report --per-process): traces of
+	 * unrelated programs are no concern. */
+	int traces_apart;
 };
 
 /* Parses one of the filter options (argument of getopt_long's name `opt`:
@@ -74,5 +79,18 @@ const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d);
 double hp_drive_origin(const struct hp_drive *d);
 /* Shown calls, per trace read (a filter that matched nothing says so). */
 uint64_t hp_drive_shown(const struct hp_drive *d);
+
+/*
+ * A driver that reads no trace, for feeding a view hand-made frames (the
+ * views' unit tests): functions and threads are made by hand, and the
+ * functions above answer as while driving. NULL out of memory.
+ */
+struct hp_drive *hp_drive_bare(void);
+/* A function of module "test" named name, defined at file:line (file may
+ * be NULL); its id, or HP_NO_FN out of memory. */
+uint32_t hp_drive_bare_fn(struct hp_drive *d, const char *name, const char *file, int line);
+/* A thread of trace `trace`; NULL out of memory. */
+struct hp_vthread *hp_drive_bare_thread(struct hp_drive *d, uint32_t trace, uint32_t tid);
+void hp_drive_bare_free(struct hp_drive *d);
 
 #endif

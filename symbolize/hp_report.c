@@ -43,10 +43,21 @@ static int add_function_stat(struct hp_rows *rows, const struct hp_analysis *a,
 	return 0;
 }
 
-static int add_function(struct hp_rows *rows, const struct hp_analysis *a, struct hp_symbols *sym,
-			uint32_t func)
+struct hp_row *hp_rows_push(struct hp_rows *rows, const struct hp_row *like)
 {
-	return add_function_stat(rows, a, sym, func, &a->prof.f[func]);
+	struct hp_row *r = new_row(rows);
+	if (!r)
+		return NULL;
+	if (!(r->name = strdup(like->name)) || !(r->module = strdup(like->module)) ||
+	    (like->file && !(r->file = strdup(like->file)))) {
+		free(r->name);
+		free(r->module);
+		rows->n--;
+		return NULL;
+	}
+	r->line = like->line;
+	r->offset = like->offset;
+	return r;
 }
 
 /* Several traces may share a module: its problem is told once. */
@@ -63,25 +74,6 @@ int hp_rows_add_problem(struct hp_rows *rows, const char *why)
 		return -1;
 	rows->nproblems++;
 	return 0;
-}
-
-int hp_rows_add(struct hp_rows *rows, const struct hp_analysis *a, char *err, size_t errlen)
-{
-	struct hp_symbols *sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, errlen);
-	if (!sym)
-		return -1;
-	int rc = 0;
-	for (uint32_t i = 0; i < a->funcs.n && i < a->prof.nf && !rc; i++)
-		if (a->prof.f[i].calls)
-			rc = add_function(rows, a, sym, i);
-	size_t iter = 0;
-	const char *why;
-	while (!rc && (why = hp_symbols_next_problem(sym, &iter)))
-		rc = hp_rows_add_problem(rows, why);
-	hp_symbols_free(sym);
-	if (rc)
-		snprintf(err, errlen, "out of memory");
-	return rc;
 }
 
 static int by_name_module(const struct hp_row *a, const struct hp_row *b)
@@ -314,11 +306,15 @@ void hp_format_ns(double ns, char *buf, size_t len)
 	snprintf(buf, len, "%.*f %s", dec, ns, unit[u]);
 }
 
-int hp_rows_print_table(FILE *out, const struct hp_rows *rows, size_t limit)
+int hp_rows_print_table_with(FILE *out, const struct hp_rows *rows, size_t limit,
+			     const struct hp_rows_extra *x)
 {
 	char t[5][32];
-	fprintf(out, "%12s %12s %12s %12s %12s %12s  %s\n", "calls", "total", "self", "avg",
-		"min", "max", "function");
+	fprintf(out, "%12s %12s %12s %12s %12s %12s  ", "calls", "total", "self", "avg",
+		"min", "max");
+	if (x)
+		x->head(x->arg, out, 0);
+	fprintf(out, "%s\n", "function");
 	for (size_t i = 0; i < rows->n && (!limit || i < limit); i++) {
 		const struct hp_row *r = &rows->row[i];
 		hp_format_ns(r->total, t[0], sizeof(t[0]));
@@ -326,13 +322,21 @@ int hp_rows_print_table(FILE *out, const struct hp_rows *rows, size_t limit)
 		hp_format_ns(avg_of(r), t[2], sizeof(t[2]));
 		hp_format_ns(r->min, t[3], sizeof(t[3]));
 		hp_format_ns(r->max, t[4], sizeof(t[4]));
-		fprintf(out, "%12llu %12s %12s %12s %12s %12s  %s", (unsigned long long)r->calls, t[0],
-			t[1], t[2], t[3], t[4], hp_row_name(r));
+		fprintf(out, "%12llu %12s %12s %12s %12s %12s  ", (unsigned long long)r->calls, t[0],
+			t[1], t[2], t[3], t[4]);
+		if (x)
+			x->cells(x->arg, out, r, 0);
+		fputs(hp_row_name(r), out);
 		if (strcmp(r->module, "?"))
 			fprintf(out, " [%s]", r->module);
 		fputc('\n', out);
 	}
 	return ferror(out) ? -1 : 0;
+}
+
+int hp_rows_print_table(FILE *out, const struct hp_rows *rows, size_t limit)
+{
+	return hp_rows_print_table_with(out, rows, limit, NULL);
 }
 
 void hp_csv_field(FILE *out, const char *s)
@@ -352,9 +356,13 @@ void hp_csv_field(FILE *out, const char *s)
 
 static unsigned long long ns_int(double ns) { return (unsigned long long)(ns + 0.5); }
 
-int hp_rows_print_csv(FILE *out, const struct hp_rows *rows, size_t limit)
+int hp_rows_print_csv_with(FILE *out, const struct hp_rows *rows, size_t limit,
+			   const struct hp_rows_extra *x)
 {
-	fputs("function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module\r\n", out);
+	fputs("function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source", out);
+	if (x)
+		x->head(x->arg, out, 1);
+	fputs("\r\n", out);
 	for (size_t i = 0; i < rows->n && (!limit || i < limit); i++) {
 		const struct hp_row *r = &rows->row[i];
 		hp_csv_field(out, hp_row_name(r));
@@ -362,9 +370,24 @@ int hp_rows_print_csv(FILE *out, const struct hp_rows *rows, size_t limit)
 			ns_int(r->total), ns_int(r->self), ns_int(avg_of(r)), ns_int(r->min),
 			ns_int(r->max));
 		hp_csv_field(out, r->module);
+		fputc(',', out);
+		if (r->file) {
+			char *where = NULL;
+			if (asprintf(&where, "%s:%d", r->file, r->line) < 0)
+				return -1;
+			hp_csv_field(out, r->line > 0 ? where : r->file);
+			free(where);
+		}
+		if (x)
+			x->cells(x->arg, out, r, 1);
 		fputs("\r\n", out);
 	}
 	return ferror(out) ? -1 : 0;
+}
+
+int hp_rows_print_csv(FILE *out, const struct hp_rows *rows, size_t limit)
+{
+	return hp_rows_print_csv_with(out, rows, limit, NULL);
 }
 
 void hp_rows_free(struct hp_rows *rows)

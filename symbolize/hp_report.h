@@ -27,6 +27,7 @@ struct hp_row {
 	int line;        /* of the function's start in file; 0 unknown */
 	uint64_t offset; /* address in the module's file */
 	char *label;     /* what to print for name, when it is not the name */
+	uint32_t id;     /* the hp_fntab id it was made from (hp_rows_push) */
 };
 
 struct hp_rows {
@@ -40,8 +41,9 @@ struct hp_rows {
 
 enum hp_sort { HP_SORT_SELF, HP_SORT_TOTAL, HP_SORT_CALLS, HP_SORT_AVG, HP_SORT_MAX, HP_SORT_NAME };
 
-/* Names every function of a with hp_symbols and adds its row; 0 or -1. */
-int hp_rows_add(struct hp_rows *rows, const struct hp_analysis *a, char *err, size_t errlen);
+/* A new row of like's function (name, module, file, line, offset; no
+ * figures, no label); NULL out of memory. */
+struct hp_row *hp_rows_push(struct hp_rows *rows, const struct hp_row *like);
 /* Merges rows of the same function (name, module, file or offset), labels
  * rows of one name and module that remain apart, then sorts them. */
 /* 0, or -1 if out of memory for the labels (rows are still merged and sorted). */
@@ -60,9 +62,22 @@ static inline const char *hp_row_name(const struct hp_row *r) { return r->label 
 int hp_rows_of_functions(struct hp_rows *rows, const struct hp_analysis *a, struct hp_symbols *sym);
 /* Adds why to the problems, unless it is there already. 0 or -1. */
 int hp_rows_add_problem(struct hp_rows *rows, const char *why);
-/* limit 0: every row. Return 0, or -1 if the output could not be written. */
+/* More columns a view adds to the table (before the function's name) or
+ * to the CSV (after source): head once, cells per row. */
+struct hp_rows_extra {
+	void (*head)(void *arg, FILE *out, int csv);
+	void (*cells)(void *arg, FILE *out, const struct hp_row *r, int csv);
+	void *arg;
+};
+/* limit 0: every row. The CSV ends with `source`, the function's
+ * file:line where known. Return 0, or -1 if the output could not be
+ * written. extra may be NULL. */
 int hp_rows_print_table(FILE *out, const struct hp_rows *rows, size_t limit);
 int hp_rows_print_csv(FILE *out, const struct hp_rows *rows, size_t limit);
+int hp_rows_print_table_with(FILE *out, const struct hp_rows *rows, size_t limit,
+			     const struct hp_rows_extra *extra);
+int hp_rows_print_csv_with(FILE *out, const struct hp_rows *rows, size_t limit,
+			   const struct hp_rows_extra *extra);
 void hp_rows_free(struct hp_rows *rows);
 
 /* "12.3 ms": four significant digits and a unit, for tables. */

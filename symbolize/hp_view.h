@@ -59,7 +59,12 @@ struct hp_view_opts {
 	unsigned long limit;  /* --limit=N, 0: all */
 	int sort;             /* enum hp_sort, for views that sort; -1: no --sort
 			       * given, the view's own default */
+	int per;              /* enum hp_per: what a view that can show its
+			       * figures apart shows them apart by */
 };
+
+/* --per-process, --per-run, --per-thread. */
+enum hp_per { HP_PER_NONE, HP_PER_PROCESS, HP_PER_RUN, HP_PER_THREAD };
 
 struct hp_view {
 	const struct hp_view_ops *ops;
@@ -90,6 +95,9 @@ struct hp_view_ops {
 	int (*open)(struct hp_view *v, char *err, size_t errlen);
 	/* A trace begins: its analysis so far (info with modules and timebase). */
 	int (*trace)(struct hp_view *v, const struct hp_analysis *a, char *err, size_t errlen);
+	/* The trace was read whole: its full analysis (events, losses, the
+	 * crash, whether it was partial). May be NULL. */
+	int (*trace_done)(struct hp_view *v, const struct hp_analysis *a, char *err, size_t errlen);
 	int (*enter)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
 	int (*exit)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
 	/* Every trace read: write what is left. */

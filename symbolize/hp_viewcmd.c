@@ -22,14 +22,41 @@
 static const char common_help[] =
 	"  -o, --output=FILE     write there instead of to standard output\n"
 	"  --partial             read a trace with no end record, or one cut short\n"
+	"  -h, --help            this text\n";
+
+const char hp_viewcmd_filter_help[] =
 	"filters (every view and report):\n"
 	"  --thread=TID|NAME     only that thread\n"
 	"  --depth=N             only calls fewer than N shown calls deep\n"
 	"  --function=REGEX      only calls of matching functions and what they call\n"
 	"  --exclude=REGEX       hide matching functions (their time goes to their caller)\n"
 	"  --min=DURATION        hide calls shorter than that (500ns, 2us, 1.5ms, 3s)\n"
-	"  --time=FROM,TO        only calls that start in that window (seconds from the start)\n"
-	"  -h, --help            this text\n";
+	"  --time=FROM,TO        only calls that start in that window (seconds from the start)\n";
+
+static const struct option filter_options[] = {
+	{ "thread", required_argument, NULL, HP_FILTER_OPT },
+	{ "depth", required_argument, NULL, HP_FILTER_OPT },
+	{ "function", required_argument, NULL, HP_FILTER_OPT },
+	{ "exclude", required_argument, NULL, HP_FILTER_OPT },
+	{ "min", required_argument, NULL, HP_FILTER_OPT },
+	{ "time", required_argument, NULL, HP_FILTER_OPT },
+	{ 0, 0, 0, 0 },
+};
+
+int hp_viewcmd_options(const struct option *own, struct option *out, size_t cap)
+{
+	size_t n = 0;
+	for (const struct option *o = own; o->name; o++)
+		if (n < cap)
+			out[n++] = *o;
+	for (const struct option *o = filter_options; o->name; o++)
+		if (n < cap)
+			out[n++] = *o;
+	if (n >= cap)
+		return -1;
+	out[n] = (struct option){ 0, 0, 0, 0 };
+	return 0;
+}
 
 static void warn_line(const char *line)
 {
@@ -75,6 +102,7 @@ static void print_help(const char *command, const struct hp_view_ops *ops)
 	}
 	if (ops && ops->help)
 		fputs(ops->help, stdout);
+	fputs(hp_viewcmd_filter_help, stdout);
 	fputs(common_help, stdout);
 }
 
@@ -91,17 +119,16 @@ struct cmdline {
 static int parse(int argc, char **argv, const char *command, const struct hp_view_ops *ops,
 		 struct cmdline *c)
 {
-	static const struct option opts[] = {
+	static const struct option own[] = {
 		{ "format", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' },
 		{ "partial", no_argument, NULL, 'p' },      { "limit", required_argument, NULL, 'l' },
-		{ "sort", required_argument, NULL, 's' },   { "thread", required_argument, NULL, 'F' },
-		{ "depth", required_argument, NULL, 'F' },  { "function", required_argument, NULL, 'F' },
-		{ "exclude", required_argument, NULL, 'F' }, { "min", required_argument, NULL, 'F' },
-		{ "time", required_argument, NULL, 'F' },   { "help", no_argument, NULL, 'h' },
+		{ "sort", required_argument, NULL, 's' },   { "help", no_argument, NULL, 'h' },
 		{ 0, 0, 0, 0 },
 	};
+	struct option opts[16];
 	char err[ERRLEN], *end;
 	int ch, index;
+	hp_viewcmd_options(own, opts, sizeof(opts) / sizeof(opts[0]));
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "ho:", opts, &index)) != -1) {
 		switch (ch) {
@@ -117,7 +144,7 @@ static int parse(int argc, char **argv, const char *command, const struct hp_vie
 			if (hp_cli_parse_sort(optarg, (enum hp_sort *)&c->vo.sort))
 				return hp_cli_usage_error("--sort must be self, total, calls, avg, max or name, not '%s'", optarg);
 			break;
-		case 'F':
+		case HP_FILTER_OPT:
 			if (hp_filter_set(&c->dopts.filter, opts[index].name, optarg, err, sizeof(err)))
 				return hp_cli_usage_error("%s", err);
 			break;

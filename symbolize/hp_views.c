@@ -11,12 +11,14 @@ extern const struct hp_view_ops hp_view_tree;
 extern const struct hp_view_ops hp_view_graph;
 extern const struct hp_view_ops hp_view_replay;
 extern const struct hp_view_ops hp_view_folded;
+extern const struct hp_view_ops hp_view_flat;
 
 const struct hp_view_ops *const hp_views[] = {
 	&hp_view_tree,
 	&hp_view_graph,
 	&hp_view_replay,
 	&hp_view_folded,
+	&hp_view_flat,
 	NULL,
 };
 

@@ -21,8 +21,9 @@
 #include "hp_merge.h"
 #include "hp_cli.h"
 #include "hp_config.h"
+#include "hp_diff.h"
+#include "hp_drive.h"
 #include "hp_format.h"
-#include "hp_procs.h"
 #include "hp_report.h"
 #include "hp_symbols.h"
 #include "hp_view.h"
@@ -58,6 +59,21 @@ static const char usage_text[] =
 	"      --limit=N             print the first N functions only\n"
 	"      --partial             report a trace that has no end record, also one cut in the\n"
 	"                            middle of a record (read up to there; stderr says where)\n"
+	"      --per-run             the calls and self time of each trace as more columns\n"
+	"      --per-thread          one section per thread (times are wall-clock summed over\n"
+	"                            threads otherwise)\n"
+	"      filters (a call hidden by one is not counted):\n"
+	"      --thread=TID|NAME     only that thread\n"
+	"      --depth=N             only calls fewer than N shown calls deep\n"
+	"      --function=REGEX      only calls of matching functions and what they call\n"
+	"      --exclude=REGEX       hide matching functions (their time goes to their caller)\n"
+	"      --min=DURATION        hide calls shorter than that (500ns, 2us, 1.5ms, 3s)\n"
+	"      --time=FROM,TO        only calls that start in that window (seconds from the start)\n"
+	"      CSV columns: function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\n"
+	"      (source: FILE:LINE of the function where known)\n"
+	"  diff [options] OLD NEW   per function the change of calls, self and total time\n"
+	"                           between two traces or directories of repeated runs\n"
+	"                           (hookprof diff --help)\n"
 	"  info TRACE               what the trace holds: program, clock, threads and their root\n"
 	"                           stacks, modules, losses, and the backtrace of a fatal signal\n"
 	"  dump [--partial] TRACE   every event, threads merged in time order: thread, time in ns\n"
@@ -300,84 +316,11 @@ static void warn_names(const char *why)
 
 /* ---- crash backtraces and root stacks (CRASH, STACK records) ----------- */
 
-static const char *signal_name(uint32_t sig, char *buf, size_t len)
-{
-	const char *abbrev = sig < 128 ? sigabbrev_np((int)sig) : NULL;
-	if (abbrev)
-		snprintf(buf, len, "SIG%s", abbrev);
-	else
-		snprintf(buf, len, "signal %u", sig);
-	return buf;
-}
-
 /* Frames after the first hold return addresses: the call is the byte before. */
 static void lookup_frame(struct hp_symbols *sym, const struct hp_stack *st, uint32_t i,
 			 struct hp_symbol *out)
 {
 	hp_symbols_lookup(sym, i ? st->pc[i] - 1 : st->pc[i], out);
-}
-
-static int is_open_frame(struct hp_symbols *sym, const struct hp_analysis *a, const char *name)
-{
-	for (size_t i = 0; i < a->ncrash_open; i++) {
-		struct hp_symbol s;
-		hp_symbols_lookup(sym, a->crash_open[i], &s);
-		if (!strcmp(s.name, name))
-			return 1;
-	}
-	return 0;
-}
-
-static void print_crash_frames(FILE *out, const char *pre, struct hp_symbols *sym,
-			       const struct hp_analysis *a)
-{
-	const struct hp_stack *st = &a->info.crash.stack;
-	for (uint32_t i = 0; i < st->n; i++) {
-		struct hp_symbol s;
-		lookup_frame(sym, st, i, &s);
-		fprintf(out, "%s  #%-3u 0x%016llx %s (%s)", pre, i, (unsigned long long)st->pc[i],
-			s.name, s.module);
-		if (s.file)
-			fprintf(out, " %s:%d", s.file, s.line);
-		fprintf(out, "%s\n", is_open_frame(sym, a, s.name) ? "  [not returned]" : "");
-	}
-	if (st->flags & HP_STACK_TRUNCATED)
-		fprintf(out, "%s  ... truncated: the first %u frames only\n", pre, st->n);
-}
-
-static void print_open_frames(FILE *out, const char *pre, struct hp_symbols *sym,
-			      const struct hp_analysis *a)
-{
-	fprintf(out, "%snot returned (instrumented frames open at the crash, outermost first):", pre);
-	for (size_t i = 0; i < a->ncrash_open; i++) {
-		struct hp_symbol s;
-		hp_symbols_lookup(sym, a->crash_open[i], &s);
-		fprintf(out, "%s%s", i ? " > " : " ", s.name);
-	}
-	fprintf(out, "%s\n", a->ncrash_open ? "" : " none");
-}
-
-/* The signal, the thread, its backtrace and the frames that never returned;
- * every line starts with pre. */
-static void print_crash(FILE *out, const char *pre, struct hp_symbols *sym,
-			const struct hp_analysis *a)
-{
-	const struct hp_crash *k = &a->info.crash;
-	char name[32];
-	fprintf(out, "%scrash: %s (signal %u, code %d", pre, signal_name(k->signal, name, sizeof(name)),
-		k->signal, k->code);
-	if (k->addr || k->signal == SIGSEGV || k->signal == SIGBUS)
-		fprintf(out, ", address 0x%llx", (unsigned long long)k->addr);
-	fprintf(out, ")\n");
-	const struct hp_stream_info *si = k->stream < a->info.nstreams ? &a->info.streams[k->stream] : NULL;
-	if (si && si->seen)
-		fprintf(out, "%sthread: stream %u tid %u %s\n", pre, k->stream, k->tid, si->name);
-	else
-		fprintf(out, "%sthread: tid %u (no events recorded)\n", pre, k->tid);
-	fprintf(out, "%sbacktrace: %u frame%s, unwound in %.1f us\n", pre, k->stack.n,
-		k->stack.n == 1 ? "" : "s", (double)k->unwind_ns / 1e3);
-	print_crash_frames(out, pre, sym, a);
-	print_open_frames(out, pre, sym, a);
 }
 
 /* One line: the stream's first function and its callers, innermost first. */
@@ -417,184 +360,8 @@ static void warn_cut(FILE *out, const struct hp_analysis *a)
 
 /* ---- report ---------------------------------------------------------- */
 
-static void print_header(FILE *out, const struct hp_analysis *a)
-{
-	const struct hp_trace_info *in = &a->info;
-	size_t threads = 0;
-	for (size_t i = 0; i < in->nstreams; i++)
-		threads += in->streams[i].seen;
-	double secs = in->nclocks >= 2 ? (double)(in->clock_ns[1] - in->clock_ns[0]) / 1e9 : 0;
-	uint64_t lost = in->lost_global;
-	for (size_t i = 0; i < in->nstreams; i++)
-		lost += in->streams[i].lost;
-	fprintf(out, "# %s (pid %u): %zu thread%s, %llu events, %llu lost, %.3f s%s\n",
-	       in->exe ? in->exe : "?", in->pid, threads, threads == 1 ? "" : "s",
-	       (unsigned long long)a->events, (unsigned long long)lost, secs,
-	       a->partial ? ", incomplete (no end record)" : "");
-	if (lost)
-		fprintf(out, "# %llu events were not recorded: times of the functions around them are approximate\n",
-		       (unsigned long long)lost);
-}
-
-struct report_opts {
-	int csv;
-	int partial;
-	int per_process;
-	enum hp_sort sort;
-	size_t limit;
-};
-
-static int report_crash(FILE *out, const struct hp_analysis *a, char *err, size_t errlen)
-{
-	struct hp_symbols *sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, errlen);
-	if (!sym)
-		return -1;
-	print_crash(out, "# ", sym, a);
-	hp_symbols_free(sym);
-	return 0;
-}
-
-static int report_traces(const struct report_opts *o, char **paths, int n)
-{
-	struct hp_rows rows = { 0 };
-	char err[ERRLEN];
-	int rc = 0;
-	/* Headers wait until every trace has been read: a bad one prints nothing. */
-	char *headers = NULL, *cuts = NULL;
-	size_t headers_len = 0, cuts_len = 0;
-	FILE *hdr = open_memstream(&headers, &headers_len);
-	FILE *cut = hdr ? open_memstream(&cuts, &cuts_len) : NULL;
-	if (!cut) {
-		if (hdr)
-			fclose(hdr);
-		free(headers);
-		return hp_cli_print_error("out of memory");
-	}
-	for (int i = 0; i < n && !rc; i++) {
-		struct hp_analysis a;
-		rc = hp_analyze(paths[i], o->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0, NULL, NULL, &a,
-				err, sizeof(err));
-		if (!rc && !o->csv)
-			print_header(hdr, &a);
-		if (!rc && !o->csv && a.info.crash.present)
-			rc = report_crash(hdr, &a, err, sizeof(err));
-		if (!rc)
-			warn_cut(cut, &a);
-		if (!rc)
-			rc = hp_rows_add(&rows, &a, err, sizeof(err));
-		hp_analysis_free(&a);
-	}
-	fclose(hdr);
-	fclose(cut);
-	if (rc) {
-		free(headers);
-		free(cuts);
-		hp_rows_free(&rows);
-		return hp_cli_print_error(err);
-	}
-	fputs(cuts, stderr);
-	free(cuts);
-	fwrite(headers, 1, headers_len, stdout);
-	free(headers);
-	if (hp_rows_finish(&rows, o->sort)) {
-		hp_rows_free(&rows);
-		return hp_cli_print_error("out of memory");
-	}
-	rc = o->csv ? hp_rows_print_csv(stdout, &rows, o->limit)
-		    : hp_rows_print_table(stdout, &rows, o->limit);
-	if (rc || fflush(stdout)) {
-		hp_rows_free(&rows);
-		return hp_cli_print_error("cannot write the report to standard output");
-	}
-	for (size_t i = 0; i < rows.nproblems; i++)
-		warn_names(rows.problem[i]);
-	hp_rows_free(&rows);
-	return 0;
-}
-
-/* One process of a per-process report: its header lines and its rows. */
-struct section {
-	char *text;
-	size_t len;
-	struct hp_rows rows;
-};
-
-static void section_title(FILE *out, const struct hp_analysis *a, unsigned depth)
-{
-	const struct hp_trace_info *in = &a->info;
-	fprintf(out, "## %*sprocess %u, parent %u: %s", (int)depth * 2, "", in->pid,
-		in->has_parent ? in->parent_pid : 0, in->exe ? in->exe : "?");
-	for (uint32_t i = 1; i < in->argc; i++)
-		fprintf(out, " %s", in->argv[i]);
-	fprintf(out, " (%s)\n", a->path);
-}
-
-/* Reads one trace into its section; fills proc for the ordering. */
-static int read_section(const struct report_opts *o, const char *path, struct section *sec,
-			struct hp_proc *proc, char *err, size_t errlen)
-{
-	struct hp_analysis a;
-	if (hp_analyze(path, o->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0, NULL, NULL, &a, err, errlen))
-		return -1;
-	*proc = (struct hp_proc){ a.info.pid, a.info.has_parent ? a.info.parent_pid : 0,
-				  a.info.start_realtime_ns };
-	FILE *f = open_memstream(&sec->text, &sec->len);
-	int rc = f ? 0 : -1;
-	if (f) {
-		section_title(f, &a, 0);
-		if (!o->csv)
-			print_header(f, &a);
-		fclose(f);
-	}
-	if (!rc)
-		rc = hp_rows_add(&sec->rows, &a, err, errlen);
-	hp_analysis_free(&a);
-	if (!rc)
-		hp_rows_finish(&sec->rows, o->sort);
-	return rc;
-}
-
-/* The title again, indented as deep as the process is in the tree. */
-static void print_section(const struct report_opts *o, const struct section *sec, unsigned depth)
-{
-	const char *nl = memchr(sec->text, '\n', sec->len);
-	const char *title_end = nl ? nl + 1 : sec->text + sec->len;
-	printf("## %*s%.*s", (int)depth * 2, "", (int)(title_end - sec->text - 3), sec->text + 3);
-	fwrite(title_end, 1, sec->len - (size_t)(title_end - sec->text), stdout);
-	if (o->csv)
-		hp_rows_print_csv(stdout, &sec->rows, o->limit);
-	else
-		hp_rows_print_table(stdout, &sec->rows, o->limit);
-	putchar('\n');
-}
-
-static int report_per_process(const struct report_opts *o, char **paths, int n)
-{
-	struct section *sec = calloc((size_t)n, sizeof(*sec));
-	struct hp_proc *procs = calloc((size_t)n, sizeof(*procs));
-	size_t *order = calloc((size_t)n, sizeof(*order));
-	unsigned *depth = calloc((size_t)n, sizeof(*depth));
-	char err[ERRLEN] = "out of memory";
-	int rc = sec && procs && order && depth ? 0 : -1;
-	for (int i = 0; i < n && !rc; i++)
-		rc = read_section(o, paths[i], &sec[i], &procs[i], err, sizeof(err));
-	if (!rc)
-		rc = hp_procs_order(procs, (size_t)n, order, depth);
-	for (int i = 0; i < n && !rc; i++)
-		print_section(o, &sec[order[i]], depth[i]);
-	if (!rc && fflush(stdout))
-		snprintf(err, sizeof(err), "cannot write the report to standard output"), rc = -1;
-	for (int i = 0; sec && i < n; i++) {
-		for (size_t j = 0; !rc && j < sec[i].rows.nproblems; j++)
-			warn_names(sec[i].rows.problem[j]);
-		free(sec[i].text);
-		hp_rows_free(&sec[i].rows);
-	}
-	free(sec), free(procs), free(order), free(depth);
-	return rc ? hp_cli_print_error(err) : 0;
-}
-
-static int report_paths(const struct report_opts *o, char **args, int n)
+/* The flat view (hp_view_flat.c) over the traces, with the filters. */
+static int report_paths(struct hp_drive_opts *d, const struct hp_view_opts *vo, char **args, int n)
 {
 	struct hp_cli_names all;
 	char err[ERRLEN];
@@ -602,52 +369,86 @@ static int report_paths(const struct report_opts *o, char **args, int n)
 		hp_cli_names_free(&all);
 		return hp_cli_print_error(err);
 	}
-	int rc = o->per_process ? report_per_process(o, all.v, (int)all.n)
-				: report_traces(o, all.v, (int)all.n);
+	d->warn = warn_names;
+	d->traces_apart = vo->per == HP_PER_PROCESS;
+	struct hp_view v = { .ops = hp_view_find("report"), .opts = vo, .out = stdout };
+	int rc = hp_drive(all.v, (int)all.n, d, &v, err, sizeof(err));
 	hp_cli_names_free(&all);
-	return rc;
+	if (!rc && fflush(stdout))
+		return hp_cli_print_error("cannot write the report to standard output");
+	return rc ? hp_cli_print_error(err) : 0;
 }
 
-static int cmd_report(int argc, char **argv)
+/* One of --per-process, --per-run, --per-thread. */
+static int set_per(struct hp_view_opts *vo, int per)
 {
-	static const struct option opts[] = {
+	if (vo->per && vo->per != per)
+		return hp_cli_usage_error("%s", "report takes one of --per-process, --per-run, --per-thread");
+	vo->per = per;
+	return 0;
+}
+
+static int parse_report(int argc, char **argv, struct hp_drive_opts *d, struct hp_view_opts *vo)
+{
+	static const struct option own[] = {
 		{ "format", required_argument, NULL, 'f' }, { "sort", required_argument, NULL, 's' },
 		{ "limit", required_argument, NULL, 'l' },  { "partial", no_argument, NULL, 'p' },
-		{ "per-process", no_argument, NULL, 'P' },
+		{ "per-process", no_argument, NULL, 'P' },  { "per-run", no_argument, NULL, 'R' },
+		{ "per-thread", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
 	};
-	struct report_opts o = { 0 };
-	char *end;
-	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	struct option opts[24];
+	char err[ERRLEN], *end;
+	int c, index, bad;
+	hp_viewcmd_options(own, opts, sizeof(opts) / sizeof(opts[0]));
+	while ((c = getopt_long(argc, argv, "h", opts, &index)) != -1) {
 		switch (c) {
 		case 'f':
 			if (strcmp(optarg, "csv") && strcmp(optarg, "table"))
 				return hp_cli_usage_error("--format must be table or csv, not '%s'", optarg);
-			o.csv = !strcmp(optarg, "csv");
+			vo->format = !strcmp(optarg, "csv") ? "csv" : "table";
 			break;
 		case 's':
-			if (hp_cli_parse_sort(optarg, &o.sort))
+			if (hp_cli_parse_sort(optarg, (enum hp_sort *)&vo->sort))
 				return hp_cli_usage_error("--sort must be self, total, calls, avg, max or name, not '%s'", optarg);
 			break;
 		case 'l':
-			o.limit = strtoul(optarg, &end, 10);
+			vo->limit = strtoul(optarg, &end, 10);
 			if (*end || !*optarg)
 				return hp_cli_usage_error("--limit must be a number, not '%s'", optarg);
 			break;
-		case 'p': o.partial = 1; break;
-		case 'P': o.per_process = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
+		case 'p': d->analyze_flags = HP_ANALYZE_ALLOW_PARTIAL; break;
+		case 'P': if ((bad = set_per(vo, HP_PER_PROCESS))) return bad; break;
+		case 'R': if ((bad = set_per(vo, HP_PER_RUN))) return bad; break;
+		case 'T': if ((bad = set_per(vo, HP_PER_THREAD))) return bad; break;
+		case HP_FILTER_OPT:
+			if (hp_filter_set(&d->filter, opts[index].name, optarg, err, sizeof(err)))
+				return hp_cli_usage_error("%s", err);
+			break;
+		case 'h': fputs(usage_text, stdout); return -1;
 		default: return hp_cli_usage_error("%s", "bad option for report");
 		}
 	}
-	if (optind < argc)
-		return report_paths(&o, argv + optind, argc - optind);
-	char newest[PATH_MAX];
-	char *one[1] = { newest };
-	if (hp_cli_newest_trace(newest, sizeof(newest)))
-		return hp_cli_print_error("no trace given and no *.hookprof file in this directory");
-	return report_paths(&o, one, 1);
+	return 0;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	struct hp_drive_opts d = { 0 };
+	struct hp_view_opts vo = { .format = "table" };
+	int rc = parse_report(argc, argv, &d, &vo);
+	if (!rc && optind < argc) {
+		rc = report_paths(&d, &vo, argv + optind, argc - optind);
+	} else if (!rc) {
+		char newest[PATH_MAX];
+		char *one[1] = { newest };
+		if (hp_cli_newest_trace(newest, sizeof(newest)))
+			rc = hp_cli_print_error("no trace given and no *.hookprof file in this directory");
+		else
+			rc = report_paths(&d, &vo, one, 1);
+	}
+	hp_filter_free(&d.filter);
+	return rc < 0 ? 0 : rc;
 }
 
 /* ---- info and dump ----------------------------------------------------- */
@@ -699,7 +500,7 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 			print_root(stdout, sym, &in->streams[i].root);
 	}
 	if (sym && in->crash.present)
-		print_crash(stdout, "", sym, a);
+		hp_cli_print_crash(stdout, "", sym, a);
 	printf("modules:\n");
 	for (size_t i = 0; i < in->nmodules; i++) {
 		const struct hp_module *m = &in->modules[i];
@@ -851,6 +652,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "info"))
 		return cmd_info(argc - 1, argv + 1);
+	if (!strcmp(cmd, "diff"))
+		return hp_diff_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "dump"))
 		return cmd_dump(argc - 1, argv + 1);
 	const struct hp_view_ops *view = hp_view_find(cmd);

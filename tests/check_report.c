@@ -145,9 +145,22 @@ START_TEST(test_csv_output)
 	hp_rows_finish(&rows, HP_SORT_SELF);
 	ck_assert_int_eq(hp_rows_print_csv(out, &rows, 0), 0);
 	ck_assert_str_eq(output(),
-			 "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module\r\n"
-			 "\"f(int, char)\",3,3000,3000,1000,1000,1001,\"lib \"\"x\"\".so\"\r\n"
-			 "main,1,1000,501,1000,1000,1000,/usr/bin/prog\r\n");
+			 "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\r\n"
+			 "\"f(int, char)\",3,3000,3000,1000,1000,1001,\"lib \"\"x\"\".so\",\r\n"
+			 "main,1,1000,501,1000,1000,1000,/usr/bin/prog,\r\n");
+}
+END_TEST
+
+START_TEST(test_csv_source_column)
+{
+	add_row_at("f", "m", "/src/f, g.c", 0x10, 1);
+	rows.row[0].line = 12;
+	add_row_at("g", "m", NULL, 0x20, 1);
+	hp_rows_finish(&rows, HP_SORT_NAME);
+	ck_assert_int_eq(hp_rows_print_csv(out, &rows, 0), 0);
+	ck_assert_str_eq(output(), "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\r\n"
+				   "f,1,1,1,1,1,1,m,\"/src/f, g.c:12\"\r\n"
+				   "g,1,1,1,1,1,1,m,\r\n");
 }
 END_TEST
 
@@ -155,7 +168,7 @@ START_TEST(test_csv_header_only)
 {
 	hp_rows_finish(&rows, HP_SORT_SELF);
 	ck_assert_int_eq(hp_rows_print_csv(out, &rows, 0), 0);
-	ck_assert_str_eq(output(), "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module\r\n");
+	ck_assert_str_eq(output(), "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\r\n");
 }
 END_TEST
 
@@ -204,10 +217,10 @@ START_TEST(test_static_functions_apart)
 	ck_assert_uint_eq(rows.row[1].calls, 20);
 	ck_assert_str_eq(hp_row_name(&rows.row[2]), "main");
 	ck_assert_int_eq(hp_rows_print_csv(out, &rows, 0), 0);
-	ck_assert_str_eq(output(), "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module\r\n"
-				   "helper (b.c),10000,10000,10000,1,1,1,prog\r\n"
-				   "helper (a.c),20,20,20,1,1,1,prog\r\n"
-				   "main,2,2,2,1,1,1,prog\r\n");
+	ck_assert_str_eq(output(), "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\r\n"
+				   "helper (b.c),10000,10000,10000,1,1,1,prog,/src/b.c\r\n"
+				   "helper (a.c),20,20,20,1,1,1,prog,/src/a.c\r\n"
+				   "main,2,2,2,1,1,1,prog,/src/main.c\r\n");
 }
 END_TEST
 
@@ -292,9 +305,9 @@ START_TEST(test_limit_rows)
 	sort_rows();
 	hp_rows_finish(&rows, HP_SORT_NAME);
 	ck_assert_int_eq(hp_rows_print_csv(out, &rows, 2), 0);
-	ck_assert_str_eq(output(), "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module\r\n"
-				   "alpha,20,200,50,10,1,20,m\r\n"
-				   "bravo,5,300,10,60,1,100,m\r\n");
+	ck_assert_str_eq(output(), "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\r\n"
+				   "alpha,20,200,50,10,1,20,m,\r\n"
+				   "bravo,5,300,10,60,1,100,m,\r\n");
 }
 END_TEST
 
@@ -303,8 +316,8 @@ START_TEST(test_zero_calls_avg)
 	add_row("never", "m", 0, 0, 0, 0, 0);
 	hp_rows_finish(&rows, HP_SORT_AVG);
 	ck_assert_int_eq(hp_rows_print_csv(out, &rows, 0), 0);
-	ck_assert_str_eq(output(), "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module\r\n"
-				   "never,0,0,0,0,0,0,m\r\n");
+	ck_assert_str_eq(output(), "function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\r\n"
+				   "never,0,0,0,0,0,0,m,\r\n");
 }
 END_TEST
 
@@ -374,6 +387,7 @@ static Suite *report_suite(void)
 	tcase_add_test(core, test_csv_field_quoting);
 	tcase_add_test(core, test_csv_field_line_breaks);
 	tcase_add_test(core, test_csv_output);
+	tcase_add_test(core, test_csv_source_column);
 	tcase_add_test(core, test_csv_header_only);
 	tcase_add_test(core, test_merge_same_function);
 	tcase_add_test(core, test_static_functions_apart);

@@ -230,11 +230,12 @@ check_run() {
 
 # ---- reading reports ----------------------------------------------------
 
-HEADER='function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module'
+HEADER='function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source'
 
 # RFC 4180 to tab-separated fields: function calls total self avg min max
-# module. Fails (status 1, reason on stdout) on a bad header, a bad quote, a
-# row without 8 fields or a number that is not a non-negative number.
+# module source. Fails (status 1, reason on stdout) on a bad header, a bad
+# quote, a row without 9 fields, a number that is not a non-negative number
+# or a source that is neither empty nor FILE:LINE.
 csv_to_tsv() {
 	awk -v header="$HEADER" '
 	function parse(line,   n, i, c, f, inq, start, L) {
@@ -264,13 +265,14 @@ csv_to_tsv() {
 	NR == 1 { if ($0 != header) { print "bad header: " $0; bad = 1; exit 1 } next }
 	{
 		n = parse($0)
-		if (n != 8) { print "row " NR " has " n " fields: " $0; bad = 1; exit 1 }
+		if (n != 9) { print "row " NR " has " n " fields: " $0; bad = 1; exit 1 }
 		if (fld[2] !~ /^[0-9]+$/) { print "row " NR ": calls not a count: " $0; bad = 1; exit 1 }
 		for (k = 3; k <= 7; k++)
 			if (fld[k] !~ /^[0-9]+(\.[0-9]+)?$/) { print "row " NR ": field " k " not a time >= 0: " $0; bad = 1; exit 1 }
 		if (fld[1] == "" || fld[8] == "") { print "row " NR ": empty name or module: " $0; bad = 1; exit 1 }
+		if (fld[9] != "" && fld[9] !~ /.:[1-9][0-9]*$/) { print "row " NR ": source not FILE:LINE: " $0; bad = 1; exit 1 }
 		out = fld[1]
-		for (k = 2; k <= 8; k++) out = out "\t" fld[k]
+		for (k = 2; k <= 9; k++) out = out "\t" fld[k]
 		rows[++nrows] = out
 	}
 	END {

@@ -1,0 +1,45 @@
+/*
+ * hp_flat.h - the flat profile's figures as views build them from shown
+ * calls (hp_view.h): per function (hp_fntab id) calls, total, self, min
+ * and max, kept apart per group (a run, a process, a thread, or one group
+ * for everything) so that one pass serves the merged table, per-run
+ * columns, per-thread sections and `hookprof diff`.
+ */
+#ifndef HP_FLAT_H
+#define HP_FLAT_H
+
+#include <stdint.h>
+
+#include "hp_fntab.h"
+#include "hp_report.h"
+#include "hp_view.h"
+
+struct hp_fstats {
+	uint64_t calls;
+	double total;    /* ns, outermost activations only */
+	double self, min, max;
+};
+
+struct hp_flat_group {
+	struct hp_fstats *f; /* by fn id */
+	size_t nf;
+};
+
+struct hp_flat {
+	struct hp_flat_group *g;
+	uint32_t ng;
+};
+
+/* Counts the call f (at its exit) in group. A lost frame (a gap in the
+ * trace) is no call: it is left out. 0, or -1 out of memory. */
+int hp_flat_add(struct hp_flat *fl, uint32_t group, const struct hp_vframe *f);
+/* The figures of fn in group; all zero if it has none there. */
+struct hp_fstats hp_flat_get(const struct hp_flat *fl, uint32_t group, uint32_t fn);
+/* Appends one row per function with calls in groups [from, to), their
+ * figures summed, id set; then hp_rows_finish sorts and labels them.
+ * 0, or -1 out of memory. */
+int hp_flat_rows(const struct hp_flat *fl, const struct hp_fntab *fns, uint32_t from, uint32_t to,
+		 struct hp_rows *rows);
+void hp_flat_free(struct hp_flat *fl);
+
+#endif
