@@ -6,9 +6,15 @@
 #include "hp_view.h"
 
 extern const struct hp_view_ops hp_view_folded;
+extern const struct hp_view_ops hp_view_callgrind;
+extern const struct hp_view_ops hp_view_pprof;
+extern const struct hp_view_ops hp_view_perfetto;
 
 const struct hp_view_ops *const hp_views[] = {
 	&hp_view_folded,
+	&hp_view_callgrind,
+	&hp_view_pprof,
+	&hp_view_perfetto,
 	NULL,
 };
 
