@@ -72,14 +72,16 @@ static int flush(struct hp_view *v)
 }
 
 /* Appends the packet as a Trace of one packet: the Traces concatenated
- * are one Trace whose packets are theirs, in order. */
-static int put(struct hp_view *v, Perfetto__Protos__TracePacket *pk)
+ * are one Trace whose packets are theirs, in order. bound: at least its
+ * packed size, or 0 to measure it (an event's is known without: measuring
+ * takes as long as packing). */
+static int put_bounded(struct hp_view *v, Perfetto__Protos__TracePacket *pk, size_t bound)
 {
 	struct perfetto *p = v->state;
 	Perfetto__Protos__Trace trace = PERFETTO__PROTOS__TRACE__INIT;
 	trace.n_packet = 1;
 	trace.packet = &pk;
-	size_t n = perfetto__protos__trace__get_packed_size(&trace);
+	size_t n = bound ? bound : perfetto__protos__trace__get_packed_size(&trace);
 	if (p->used + n > p->cap) {
 		if (flush(v))
 			return -1;
@@ -94,6 +96,13 @@ static int put(struct hp_view *v, Perfetto__Protos__TracePacket *pk)
 	p->used += perfetto__protos__trace__pack(&trace, p->buf + p->used);
 	return p->used >= FLUSH_AT ? flush(v) : 0;
 }
+
+static int put(struct hp_view *v, Perfetto__Protos__TracePacket *pk) { return put_bounded(v, pk, 0); }
+
+/* An event packet's packed size is at most this and its interned name:
+ * each varint at most 10 bytes, each tag and length at most 2 (3 for the
+ * Trace's and the interned data's). */
+#define EVENT_BOUND 128
 
 static uint64_t process_uuid(const struct hp_vthread *t)
 {
@@ -227,6 +236,7 @@ static int put_event(struct hp_view *v, struct hp_vthread *t, uint32_t fn, doubl
 	Perfetto__Protos__EventName name = PERFETTO__PROTOS__EVENT_NAME__INIT;
 	Perfetto__Protos__EventName *names[] = { &name };
 	Perfetto__Protos__InternedData interned = PERFETTO__PROTOS__INTERNED_DATA__INIT;
+	size_t bound = EVENT_BOUND;
 	if (begin) {
 		ev.has_name_iid = 1;
 		ev.name_iid = (uint64_t)fn + 1; /* 0 is no name */
@@ -246,12 +256,13 @@ static int put_event(struct hp_view *v, struct hp_vthread *t, uint32_t fn, doubl
 			name.has_iid = 1;
 			name.iid = ev.name_iid;
 			name.name = (char *)hp_fntab_name(hp_drive_fns(v->d), fn);
+			bound += 3 * 10 + strlen(name.name); /* its lengths, at most 10 bytes each */
 			interned.n_event_names = 1;
 			interned.event_names = names;
 			pk.interned_data = &interned;
 		}
 	}
-	return put(v, &pk);
+	return put_bounded(v, &pk, bound);
 }
 
 static int enter_perfetto(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f)
