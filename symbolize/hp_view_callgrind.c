@@ -11,14 +11,14 @@
  * calls. Names, files and modules are compressed: "(id) name" the first
  * time, "(id)" after.
  *
- * The inclusive time of a caller->callee edge counts what the callee's
- * calls took outside any deeper activation of the caller's function: a
- * recursive fib->fib edge costs 0 and fib->leaf carries every leaf call
- * under any fib. Then a function's self time plus the inclusive time of
- * its edges is exactly its total as `report` counts it (the outermost
- * activations only), and no time is counted twice, for direct and mutual
- * recursion alike. A call with no shown caller (a thread's first frame)
- * has no calls= line; its calls are in the calls event.
+ * The inclusive time of a caller->callee edge counts the callee's
+ * outermost activations only (those with no activation of the callee
+ * below them), as `report` counts totals: a recursive fib->fib edge costs
+ * 0. callgrind_annotate and KCachegrind take a called function's
+ * inclusive time as the sum of the edges into it: that is then its total
+ * exactly, for direct and mutual recursion alike, no time counted twice.
+ * A call with no shown caller (a thread's first frame) has no calls=
+ * line; its calls are in the calls event.
  *
  * Memory grows with functions, caller->callee pairs and depth.
  */
@@ -27,8 +27,6 @@
 #include <string.h>
 
 #include "hp_drive.h"
-
-#define NONE UINT32_MAX
 
 struct edge {
 	uint32_t caller, callee;
@@ -41,18 +39,10 @@ struct cgfn {
 	double self;
 };
 
-/* A shown frame open in a thread. */
-struct cgframe {
-	uint32_t fn;
-	uint32_t prev_same; /* the nearest open frame of fn below it, or NONE */
-	double nested;      /* time of the caller's function's activations just under it */
-};
-
+/* The functions of a thread's open shown frames: the caller of each. */
 struct cgthread {
-	struct cgframe *stack;
+	uint32_t *fn;
 	size_t depth, cap;
-	uint32_t *top_of;   /* per function: its innermost open frame, or NONE */
-	size_t ntop;
 };
 
 struct callgrind {
@@ -151,11 +141,9 @@ static int enter_callgrind(struct hp_view *v, struct hp_vthread *t, const struct
 	struct cgthread *th = t->data;
 	if (!th && !(th = t->data = calloc(1, sizeof(*th))))
 		return -1;
-	if (grow((void **)&th->stack, &th->cap, th->depth + 1, sizeof(*th->stack)) ||
-	    cover((void **)&th->top_of, &th->ntop, f->fn, sizeof(*th->top_of), 0xff))
+	if (grow((void **)&th->fn, &th->cap, th->depth + 1, sizeof(*th->fn)))
 		return -1;
-	th->stack[th->depth] = (struct cgframe){ .fn = f->fn, .prev_same = th->top_of[f->fn] };
-	th->top_of[f->fn] = (uint32_t)th->depth++;
+	th->fn[th->depth++] = f->fn;
 	return 0;
 }
 
@@ -165,28 +153,21 @@ static int exit_callgrind(struct hp_view *v, struct hp_vthread *t, const struct 
 	struct cgthread *th = t->data;
 	if (!th || !th->depth)
 		return -1;
-	uint32_t at = (uint32_t)--th->depth;
-	struct cgframe *fr = &th->stack[at];
-	th->top_of[fr->fn] = fr->prev_same;
-	if (f->lost) /* not a call; its time stays in its caller's edge */
+	size_t at = --th->depth;
+	if (f->lost) /* not a call */
 		return 0;
-	if (cover((void **)&c->fn, &c->nfn, fr->fn, sizeof(*c->fn), 0))
+	if (cover((void **)&c->fn, &c->nfn, f->fn, sizeof(*c->fn), 0))
 		return -1;
-	c->fn[fr->fn].calls++;
-	c->fn[fr->fn].self += f->self;
-	/* This call lies under an activation of its own function: that one's
-	 * callee on the way here does not count this time as its own (it is
-	 * this function's, counted here). With direct recursion that callee
-	 * is this very frame, whose edge then costs nothing. */
-	if (fr->prev_same != NONE)
-		th->stack[fr->prev_same + 1].nested += f->dur;
+	c->fn[f->fn].calls++;
+	c->fn[f->fn].self += f->self;
 	if (!at)
 		return 0;
-	struct edge *e = edge_of(c, th->stack[at - 1].fn, fr->fn);
+	struct edge *e = edge_of(c, th->fn[at - 1], f->fn);
 	if (!e)
 		return -1;
 	e->calls++;
-	e->incl += f->dur - fr->nested;
+	if (f->outermost) /* an inner one's time is in the outermost's */
+		e->incl += f->dur;
 	return 0;
 }
 
@@ -329,10 +310,8 @@ static void close_callgrind(struct hp_view *v)
 		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
 			struct hp_vthread *t = hp_drive_thread(v->d, i);
 			struct cgthread *th = t->data;
-			if (th) {
-				free(th->stack);
-				free(th->top_of);
-			}
+			if (th)
+				free(th->fn);
 			free(th);
 			t->data = NULL;
 		}

@@ -222,3 +222,10 @@ fi
 run preload exports-deepjump deepjump
 check_run "exports deepjump" preload 0 "deepjump 8"
 proto_exports "deepjump (longjmp)" main
+# Mutual recursion: callgrind's edges count no time twice however
+# mu_even and mu_odd interleave (their inclusive times are report's totals).
+build mutual gcc "${IF[@]}" -O1 "$SRC/mutual.c"
+run preload exports-mutual mutual
+check_run "exports mutual" preload 0 "mutual 1"
+report "mutual recursion" "$TRACE" && expect_calls "mutual recursion" mutual main=1 mu_even=7550 mu_odd=7500 mu_leaf=15050
+proto_exports "mutual recursion" main
