@@ -22,7 +22,8 @@ VERSION := 0.1.0
 # The runtime must never be instrumented itself, whatever CFLAGS says.
 HP_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -pthread -MMD -MP -fno-instrument-functions
 LIB_CFLAGS := $(HP_CFLAGS) -fPIC -fvisibility=hidden
-SYM_LIBS := -ldw -lelf -lstdc++ -lm
+# protobuf-c writes the pprof and Perfetto exports, zlib gzips the pprof one.
+SYM_LIBS := -ldw -lelf -lstdc++ -lprotobuf-c -lz -lm
 # Crash backtraces and thread root stacks (lib/hp_unwind.c); users of
 # libhookprof.a link it too (hookprof.pc's Libs.private).
 UNWIND_LIBS := -lunwind
@@ -32,7 +33,15 @@ SYM_SRC := $(wildcard symbolize/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # The interposed C library functions would clash with libc.a's in a -static link.
 ARCHIVE_OBJ := $(filter-out $(BUILD)/lib/hp_interpose.o $(BUILD)/lib/hp_interpose_fd.o $(BUILD)/lib/hp_interpose_proc.o,$(LIB_OBJ))
-SYM_OBJ := $(SYM_SRC:%.c=$(BUILD)/%.o)
+# The C code of the exports' .proto files, made by protoc-c at build time:
+# pprof's profile.proto as Debian's pprof package ships it, and the few
+# messages of Perfetto's trace format that the perfetto export writes.
+GEN := $(BUILD)/gen
+PPROF_PROTO ?= /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
+PROTOC_C ?= protoc-c
+GEN_SRC := $(GEN)/profile.pb-c.c $(GEN)/hp_perfetto.pb-c.c
+GEN_OBJ := $(GEN_SRC:.c=.o)
+SYM_OBJ := $(SYM_SRC:%.c=$(BUILD)/%.o) $(GEN_OBJ)
 SYM_LIB_OBJ := $(filter-out $(BUILD)/symbolize/main.o,$(SYM_OBJ))
 UNIT_SRC := $(wildcard tests/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -42,11 +51,29 @@ TESTKIT_OBJ := $(BUILD)/tests/testkit.o
 all: $(BUILD)/libhookprof.so $(BUILD)/libhookprof.a $(BUILD)/hookprof
 
 $(BUILD)/lib/%.o $(BUILD)/hooks/%.o: CFLAGS_EXTRA = $(LIB_CFLAGS)
-$(BUILD)/symbolize/%.o $(BUILD)/tests/%.o: CFLAGS_EXTRA = $(HP_CFLAGS) -Ilib
+$(BUILD)/symbolize/%.o $(BUILD)/tests/%.o: CFLAGS_EXTRA = $(HP_CFLAGS) -Ilib -I$(GEN)
+# The generated code is protoc-c's, not ours to warn about.
+$(GEN)/%.o: CFLAGS_EXTRA = -std=gnu11 -pthread -MMD -MP -fno-instrument-functions -I$(GEN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) $(CFLAGS_EXTRA) -c $< -o $@
+
+$(GEN)/profile.pb-c.c $(GEN)/profile.pb-c.h &: $(PPROF_PROTO)
+	@mkdir -p $(@D)
+	$(PROTOC_C) --c_out=$(GEN) -I$(dir $(PPROF_PROTO)) $(PPROF_PROTO)
+
+$(GEN)/hp_perfetto.pb-c.c $(GEN)/hp_perfetto.pb-c.h &: symbolize/hp_perfetto.proto
+	@mkdir -p $(@D)
+	$(PROTOC_C) --c_out=$(GEN) -Isymbolize symbolize/hp_perfetto.proto
+
+$(GEN)/%.o: $(GEN)/%.c
+	$(CC) $(CFLAGS) $(SAN_FLAGS) $(CFLAGS_EXTRA) -c $< -o $@
+
+# The views include the generated headers: they must exist before the
+# first compile (later, the .d files know).
+$(BUILD)/symbolize/hp_view_pprof.o: $(GEN)/profile.pb-c.h
+$(BUILD)/symbolize/hp_view_perfetto.o: $(GEN)/hp_perfetto.pb-c.h
 
 # -z nodelete: dlclose of an object that pulled us in must not unmap the
 # signal handlers and the thread-exit destructor we installed.

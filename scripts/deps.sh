@@ -15,6 +15,18 @@ fi
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v g++ >/dev/null 2>&1 || need="$need g++"
 command -v clang >/dev/null 2>&1 || need="$need clang"
+# The pprof and Perfetto exports: protobuf-c and its code generator, zlib
+# for the gzip, pprof's profile.proto from Debian's pprof package.
+have_header protobuf-c/protobuf-c.h || need="$need libprotobuf-c-dev"
+command -v protoc-c >/dev/null 2>&1 || need="$need protobuf-c-compiler"
+have_header zlib.h || need="$need zlib1g-dev"
+[ -e /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto ] ||
+	need="$need golang-github-google-pprof-dev"
+# The tools the e2e tests read the exports back with, as their users do:
+# callgrind_annotate, go tool pprof, protoc --decode.
+command -v callgrind_annotate >/dev/null 2>&1 || need="$need valgrind"
+command -v go >/dev/null 2>&1 || need="$need golang-go"
+command -v protoc >/dev/null 2>&1 || need="$need protobuf-compiler"
 # The e2e tests count a failing mmap's retries with it.
 command -v strace >/dev/null 2>&1 || need="$need strace"
 # libFuzzer (make fuzz): Debian has it in libclang-rt-dev, only recommended by clang.
