@@ -30,43 +30,87 @@
 #define VERSION "0.1.0"
 #define ERRLEN 1024
 
-static const char usage_text[] =
-	"usage: hookprof <command> [options] [args]\n"
-	"\n"
+/* The global help: what each command is for; `hookprof help COMMAND`
+ * (or COMMAND --help) gives its options. The views' lines come from their
+ * table, so a new view is listed without an edit here. */
+static const char usage_head[] =
+	"usage: hookprof COMMAND [options] [args]\n"
 	"Profiles and traces programs built with -finstrument-functions.\n"
 	"\n"
-	"commands:\n"
-	"  record [options] [--] PROGRAM [ARGS...]\n"
-	"      run PROGRAM with libhookprof preloaded; the trace is written when it exits\n"
-	"      -o, --output=FILE     trace file (default ./PROGRAM-PID.hookprof); replaced if it exists;\n"
-	"                            a forked child's trace is FILE.1, FILE.2, ...\n"
-	"      -d, --dir=DIR         every process of the tree into DIR (made if missing), each as\n"
-	"                            PROGRAM-PID.hookprof; without -o or -d they go to ./\n"
-	"      --mode=stream|ring    stream (default): every event; ring: the last --buffer per thread\n"
-	"      --buffer=SIZE         per-thread buffer, e.g. 512K, 8M (default 8M; rounded down\n"
-	"                            to a power of two; at most 1G)\n"
-	"      --clock=tsc|monotonic timestamp source (default tsc, when invariant)\n"
-	"  report [options] [TRACE|DIR...]\n"
-	"      flat profile: calls, total (inclusive), self, avg, min and max per call;\n"
-	"      several traces are merged; a DIR stands for every trace in it (a process\n"
-	"      tree from record -d); no TRACE: the newest *.hookprof here\n"
-	"      --per-process         one section per process (pid, parent pid, program),\n"
-	"                            parents before their children, instead of one merged table\n"
-	"      --format=table|csv    (default table)\n"
-	"      --sort=self|total|calls|avg|max|name  (default self)\n"
-	"      --limit=N             print the first N functions only\n"
-	"      --partial             report a trace that has no end record, also one cut in the\n"
-	"                            middle of a record (read up to there; stderr says where)\n"
-	"  info TRACE               what the trace holds: program, clock, threads and their root\n"
-	"                           stacks, modules, losses, and the backtrace of a fatal signal\n"
-	"  dump [--partial] TRACE   every event: thread, time, enter or exit, function\n"
-	"\n"
-	"  -h, --help               this text;  --version  the version\n"
-	"\n"
-	"environment of a traced program: HOOKPROF_OUTPUT (file, %p = pid, %n = program,\n"
-	"or a directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK (see record).\n"
-	"environment of report and dump: HOOKPROF_DEBUG_PATH (where separate debug files\n"
-	"and files by build-id are looked for; libdwfl's syntax), DEBUGINFOD_URLS.\n";
+	"commands (hookprof help COMMAND, or COMMAND --help: its options):\n"
+	"  record    run a program traced; its trace is written when it exits\n"
+	"  report    flat profile: calls, total, self, avg, min, max per function\n"
+	"  info      what a trace holds: program, clock, threads, modules, losses, crash\n"
+	"  dump      every event: thread, time, enter or exit, function\n";
+static const char usage_tail[] =
+	"  export    write traces for another viewer (--format=...)\n"
+	"  version   the version (also --version)\n"
+	"  help      this text, or a command's (also -h, --help)\n"
+	"TRACE: a trace file, or a directory of them; none: the newest *.hookprof here.\n"
+	"Times are wall-clock, summed over the threads a function ran in.\n";
+
+static void print_usage(FILE *out)
+{
+	fputs(usage_head, out);
+	for (size_t i = 0; hp_views[i]; i++)
+		if (!(hp_views[i]->flags & HP_VIEW_EXPORT))
+			fprintf(out, "  %-9s %s\n", hp_views[i]->name, hp_views[i]->summary);
+	fputs(usage_tail, out);
+}
+
+static const char record_help[] =
+	"usage: hookprof record [options] [--] PROGRAM [ARGS...]\n"
+	"  runs PROGRAM with libhookprof preloaded; the trace is written when it exits\n"
+	"  -o, --output=FILE     trace file (default ./PROGRAM-PID.hookprof); replaced if it exists;\n"
+	"                        a forked child's trace is FILE.1, FILE.2, ...\n"
+	"  -d, --dir=DIR         every process of the tree into DIR (made if missing), each as\n"
+	"                        PROGRAM-PID.hookprof; without -o or -d they go to ./\n"
+	"  --mode=stream|ring    stream (default): every event; ring: the last --buffer per thread\n"
+	"  --buffer=SIZE         per-thread buffer: 128K to 1G, e.g. 512K, 8M, 8MiB, 8MB (K, M, G\n"
+	"                        are powers of 1024 with or without iB/B; default 8M; rounded\n"
+	"                        down to a power of two)\n"
+	"  --clock=tsc|monotonic timestamp source (default tsc, when invariant)\n"
+	"  -h, --help            this text\n"
+	"environment of a traced program (what record sets): HOOKPROF_OUTPUT (file, %p = pid,\n"
+	"%n = program, or an existing directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK.\n";
+
+static const char report_help[] =
+	"usage: hookprof report [options] [TRACE|DIR...]\n"
+	"  flat profile: calls, total (inclusive), self, avg, min and max per call (wall-clock,\n"
+	"  summed over threads); several traces are merged; a DIR stands for every trace in it\n"
+	"  (a process tree from record -d); no TRACE: the newest *.hookprof here\n"
+	"  --per-process         one section per process (pid, parent pid, program),\n"
+	"                        parents before their children, instead of one merged table\n"
+	"  --format=table|csv    (default table)\n"
+	"  --sort=self|total|calls|avg|max|name  (default self)\n"
+	"  --limit=N             print the first N functions only\n"
+	"  --partial             report a trace that has no end record, also one cut in the\n"
+	"                        middle of a record (read up to there; stderr says where)\n"
+	"  -h, --help            this text\n"
+	"environment: HOOKPROF_DEBUG_PATH (where separate debug files and files by build-id\n"
+	"are looked for; libdwfl's syntax), DEBUGINFOD_URLS.\n";
+
+static const char info_help[] =
+	"usage: hookprof info [TRACE|DIR...]\n"
+	"  what each trace holds: program, clock and its resolution, buffer, threads and their\n"
+	"  root stacks, events and losses, modules, and the backtrace of a fatal signal; no\n"
+	"  TRACE: the newest *.hookprof here. Reads a trace with no end record too.\n"
+	"  -h, --help            this text\n";
+
+static const char dump_help[] =
+	"usage: hookprof dump [--partial] TRACE\n"
+	"  every event: thread, time, enter or exit, function\n"
+	"  --partial             read a trace with no end record, or one cut short\n"
+	"  -h, --help            this text\n";
+
+/* "--help" or "-h" among a command's arguments, before any "--". */
+static int asks_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 1;
+	return 0;
+}
 
 /* ---- record ---------------------------------------------------------- */
 
@@ -176,9 +220,10 @@ static void print_written(const struct destination *d, const char *name)
 		fprintf(stderr, "hookprof: trace written to %s%s%s\n", d->shown, sep, name);
 }
 
-/* Names every trace the run wrote: the root's first. */
-static void report_written(const struct destination *d, const struct hp_cli_names *before, pid_t pid,
-			   const char *prog)
+/* Names every trace the run wrote: the root's first. None: the runtime
+ * said why, in one line (no instrumented function ran, the file could not
+ * be made, ...); a guess here would be a second, and often a wrong one. */
+static void report_written(const struct destination *d, const struct hp_cli_names *before, pid_t pid)
 {
 	struct hp_cli_names after;
 	char root[PATH_MAX];
@@ -187,12 +232,9 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 		snprintf(root, sizeof(root), "%s", base ? base + 1 : d->output);
 	else
 		snprintf(root, sizeof(root), "-%d.hookprof", (int)pid);
-	size_t found = 0;
 	if (hp_cli_list_traces(d->dir, &after) == 0) {
-		if (!d->shown && access(d->output, F_OK) == 0) {
+		if (!d->shown && access(d->output, F_OK) == 0)
 			fprintf(stderr, "hookprof: trace written to %s\n", d->output);
-			found++;
-		}
 		for (int pass = 0; pass < 2; pass++)
 			for (size_t i = 0; i < after.n; i++) {
 				const char *n = after.v[i];
@@ -201,13 +243,9 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 				if (hp_cli_listed(before, n) || (is_root != (pass == 0)) || (is_root && !d->shown))
 					continue;
 				print_written(d, n);
-				found++;
 			}
 	}
 	hp_cli_names_free(&after);
-	if (!found)
-		fprintf(stderr, "hookprof: %s wrote no trace (was it built with -finstrument-functions?)\n",
-			prog);
 }
 
 static int run_recorded(const struct record_opts *o, const char *lib, char **argv)
@@ -246,7 +284,7 @@ static int run_recorded(const struct record_opts *o, const char *lib, char **arg
 		fprintf(stderr, "hookprof: cannot run '%s': %s\n", argv[0], strerror(exec_errno));
 		return 127;
 	}
-	report_written(&d, &before, pid, argv[0]);
+	report_written(&d, &before, pid);
 	hp_cli_names_free(&before);
 	return status;
 }
@@ -268,7 +306,7 @@ static int cmd_record(int argc, char **argv)
 		case 'm': o.mode = optarg; break;
 		case 'b': o.buffer = optarg; break;
 		case 'c': o.clock = optarg; break;
-		case 'h': fputs(usage_text, stdout); return 0;
+		case 'h': fputs(record_help, stdout); return 0;
 		default: return hp_cli_usage_error("%s", "bad option for record");
 		}
 	}
@@ -633,7 +671,7 @@ static int cmd_report(int argc, char **argv)
 			break;
 		case 'p': o.partial = 1; break;
 		case 'P': o.per_process = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
+		case 'h': fputs(report_help, stdout); return 0;
 		default: return hp_cli_usage_error("%s", "bad option for report");
 		}
 	}
@@ -784,6 +822,8 @@ static int dump_names(const char *path, int flags, struct dump_state *d)
 
 static int cmd_dump(int argc, char **argv)
 {
+	if (asks_help(argc, argv))
+		return fputs(dump_help, stdout), 0;
 	int flags = 0;
 	if (argc == 3 && !strcmp(argv[1], "--partial")) {
 		flags = HP_ANALYZE_ALLOW_PARTIAL;
@@ -816,14 +856,38 @@ static int cmd_dump(int argc, char **argv)
 	return 0;
 }
 
+/* hookprof help COMMAND: the command's own help, as COMMAND --help. */
+static int cmd_help(int argc, char **argv)
+{
+	if (argc < 2)
+		return print_usage(stdout), 0;
+	const char *cmd = argv[1];
+	static const struct {
+		const char *name;
+		const char *text;
+	} own[] = { { "record", record_help }, { "report", report_help },
+		    { "info", info_help },     { "dump", dump_help } };
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!strcmp(cmd, own[i].name))
+			return fputs(own[i].text, stdout), 0;
+	const struct hp_view_ops *view = hp_view_find(cmd);
+	if (!strcmp(cmd, "export") || (view && !(view->flags & HP_VIEW_EXPORT))) {
+		char *help_argv[] = { argv[1], "--help", NULL };
+		return hp_viewcmd_run(cmd, 2, help_argv);
+	}
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "version"))
+		return print_usage(stdout), 0;
+	return hp_cli_usage_error("unknown command '%s'", cmd);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		return fputs(usage_text, stderr), 2;
+		return print_usage(stderr), 2;
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help"))
-		return fputs(usage_text, stdout), 0;
-	if (!strcmp(cmd, "--version"))
+		return cmd_help(argc - 1, argv + 1);
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version"))
 		return puts("hookprof " VERSION), 0;
 	if (!strcmp(cmd, "record"))
 		return cmd_record(argc - 1, argv + 1);
