@@ -30,6 +30,9 @@ struct hp_analysis {
 	size_t ncrash_open;
 	uint64_t cut_at;       /* partial, and the file ends in an incomplete
 				* record at this byte (dropped whole); 0: not */
+	uint64_t last_tick;    /* of the last event of any stream; 0: none (or
+				* not known: a summary of a complete trace) */
+	int decoded;           /* 0: a summary (hp_summarize): no funcs, prof */
 };
 
 /* Called for each decoded record (a record of more than HP_DECODE_PIECE
@@ -47,5 +50,24 @@ enum { HP_ANALYZE_ALLOW_PARTIAL = 1 };
 int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	       struct hp_analysis *a, char *err, size_t errlen);
 void hp_analysis_free(struct hp_analysis *a);
+
+/* Told of the bytes read so far, out of total, now and then. */
+typedef void (*hp_read_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
+/*
+ * What a trace holds without decoding its events, for `hookprof info`: its
+ * description (info, tb), the event counts per stream and in all (from the
+ * EVENTS records' headers), partial and cut_at as hp_analyze. A trace
+ * without END has its event ticks scanned (no names, no stacks) for
+ * last_tick, the end of its run. funcs, func_module, prof and crash_open
+ * stay empty. 0, or -1 with a reason naming the file.
+ */
+int hp_summarize(const char *path, int flags, hp_read_progress_fn progress, void *arg,
+		 struct hp_analysis *a, char *err, size_t errlen);
+
+/* How long the run lasted, in ns: from the first CLOCK record to the last,
+ * or for a run cut short (no END record) to its last event, which the last
+ * CLOCK before the cut may precede by up to a second. */
+double hp_analysis_duration_ns(const struct hp_analysis *a);
 
 #endif
