@@ -22,6 +22,7 @@
 #include "hp_config.h"
 #include "hp_format.h"
 #include "hp_procs.h"
+#include "hp_progress.h"
 #include "hp_report.h"
 #include "hp_symbols.h"
 #include "hp_view.h"
@@ -457,7 +458,7 @@ static void print_header(FILE *out, const struct hp_analysis *a)
 	size_t threads = 0;
 	for (size_t i = 0; i < in->nstreams; i++)
 		threads += in->streams[i].seen;
-	double secs = in->nclocks >= 2 ? (double)(in->clock_ns[1] - in->clock_ns[0]) / 1e9 : 0;
+	double secs = hp_analysis_duration_ns(a) / 1e9;
 	uint64_t lost = in->lost_global;
 	for (size_t i = 0; i < in->nstreams; i++)
 		lost += in->streams[i].lost;
@@ -699,6 +700,31 @@ static void print_parent(const struct hp_trace_info *in)
 	printf("\n");
 }
 
+/* Durations shorter than the clock's step read as 0: say how coarse it is. */
+static void print_clock(const struct hp_analysis *a)
+{
+	const struct hp_trace_info *in = &a->info;
+	uint32_t step = in->clock_step;
+	printf("clock:    %s, %.4f ticks per ns, ", in->clock_source == HP_CLOCK_TSC ? "tsc" : "monotonic",
+	       1.0 / a->tb.ns_per_tick);
+	if (step) /* the runtime measured it at start */
+		printf("resolution %u tick%s = %.1f ns (shorter calls can read 0 ns)\n", step,
+		       step == 1 ? "" : "s", step * a->tb.ns_per_tick);
+	else
+		printf("resolution not in the trace (1 tick = %.3f ns)\n", a->tb.ns_per_tick);
+}
+
+static void print_buffer(const struct hp_trace_info *in)
+{
+	uint64_t b = in->buffer_bytes;
+	if (!b)
+		printf("buffer:   not in the trace (an older runtime)\n");
+	else if (b % (1u << 20) == 0)
+		printf("buffer:   %llu MiB per thread\n", (unsigned long long)(b >> 20));
+	else
+		printf("buffer:   %llu KiB per thread\n", (unsigned long long)(b >> 10));
+}
+
 static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 {
 	const struct hp_trace_info *in = &a->info;
@@ -711,11 +737,16 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 	printf("\npid:      %u\n", in->pid);
 	print_parent(in);
 	printf("started:  %s\n", when);
-	printf("clock:    %s, %.4f ticks per ns\n", in->clock_source == HP_CLOCK_TSC ? "tsc" : "monotonic",
-	       1.0 / a->tb.ns_per_tick);
+	print_clock(a);
 	printf("mode:     %s\n", in->flags & 1 ? "ring" : "stream");
-	printf("duration: %.6f s\n", in->nclocks >= 2 ? (double)(in->clock_ns[1] - in->clock_ns[0]) / 1e9 : 0);
-	printf("events:   %llu (%u functions)\n", (unsigned long long)a->events, a->funcs.n);
+	print_buffer(in);
+	printf("duration: %.6f s%s\n", hp_analysis_duration_ns(a) / 1e9,
+	       a->partial && a->last_tick ? " (to the last event: the run was cut short)" : "");
+	printf("times:    wall-clock; a function's time in a report is summed over its threads\n");
+	if (a->decoded)
+		printf("events:   %llu (%u functions)\n", (unsigned long long)a->events, a->funcs.n);
+	else
+		printf("events:   %llu\n", (unsigned long long)a->events);
 	printf("lost:     %llu outside threads\n", (unsigned long long)in->lost_global);
 	if (a->cut_at)
 		printf("complete: no (cut at byte %llu: an incomplete record, left out)\n",
@@ -747,13 +778,41 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 	}
 }
 
-static int cmd_info(int argc, char **argv)
+/* Progress of the read, on a terminal. */
+static void show_progress(void *arg, uint64_t done, uint64_t total)
 {
-	if (argc != 2)
-		return hp_cli_usage_error("%s", "info takes one trace file");
+	(void)total;
+	hp_progress_update(arg, done);
+}
+
+/*
+ * The header needs no decoding: the EVENTS records' headers count the
+ * events per stream, and a trace cut short has only the ticks of its
+ * events scanned (for when it ended). Only the frames a crash left open
+ * need the events decoded, of a trace with a CRASH record: then the whole
+ * trace is (the function dictionary is shared by all the streams).
+ */
+static int read_info(const char *path, struct hp_analysis *a, char *err, size_t errlen)
+{
+	struct hp_progress progress;
+	char what[PATH_MAX + 16];
+	struct stat st;
+	snprintf(what, sizeof(what), "reading %s", path);
+	hp_progress_start(&progress, what, stat(path, &st) ? 0 : (uint64_t)st.st_size);
+	int rc = hp_summarize(path, HP_ANALYZE_ALLOW_PARTIAL, show_progress, &progress, a, err, errlen);
+	if (!rc && a->info.crash.present) {
+		hp_analysis_free(a);
+		rc = hp_analyze(path, HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL, a, err, errlen);
+	}
+	hp_progress_done(&progress);
+	return rc;
+}
+
+static int info_of(const char *path)
+{
 	struct hp_analysis a;
 	char err[ERRLEN];
-	if (hp_analyze(argv[1], HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL, &a, err, sizeof(err)))
+	if (read_info(path, &a, err, sizeof(err)))
 		return hp_cli_print_error(err);
 	struct hp_symbols *sym = NULL;
 	if (has_stacks(&a.info) &&
@@ -765,6 +824,30 @@ static int cmd_info(int argc, char **argv)
 	hp_symbols_free(sym);
 	hp_analysis_free(&a);
 	return fflush(stdout) ? hp_cli_print_error("cannot write to standard output") : 0;
+}
+
+/* Each trace in turn, a blank line between them; the newest here if none. */
+static int cmd_info(int argc, char **argv)
+{
+	if (asks_help(argc, argv))
+		return fputs(info_help, stdout), 0;
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] == '-' && argv[i][1])
+			return hp_cli_usage_error("bad option for info: '%s'", argv[i]);
+	struct hp_cli_names all;
+	char err[ERRLEN];
+	if (hp_cli_traces(argv + 1, argc - 1, &all, err, sizeof(err))) {
+		hp_cli_names_free(&all);
+		return hp_cli_print_error(err);
+	}
+	int rc = 0;
+	for (size_t i = 0; i < all.n && !rc; i++) {
+		if (i)
+			putchar('\n');
+		rc = info_of(all.v[i]);
+	}
+	hp_cli_names_free(&all);
+	return rc;
 }
 
 struct dump_state {
