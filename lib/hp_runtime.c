@@ -501,12 +501,41 @@ __attribute__((constructor(101))) static void runtime_loaded(void)
 	errno = saved;
 }
 
+/* 1 if the parent process has a libhookprof.so mapped: a process of a
+ * traced tree (a /bin/true a traced program execs with LD_PRELOAD set),
+ * whose root speaks for the tree. Read only at exit, and only when nothing
+ * was traced. */
+static int parent_has_runtime(void)
+{
+	static const char name[] = "/libhookprof.so";
+	char buf[8192];
+	size_t keep = 0, len = sizeof(name) - 1;
+	int found = 0;
+	snprintf(buf, sizeof(buf), "/proc/%d/maps", (int)getppid());
+	int fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t got;
+	while (!found && (got = read(fd, buf + keep, sizeof(buf) - keep)) > 0) {
+		size_t n = keep + (size_t)got;
+		found = memmem(buf, n, name, len) != NULL;
+		/* A name split between two reads is found in the next. */
+		keep = n < len ? n : len - 1;
+		memmove(buf, buf + n - keep, keep);
+	}
+	close(fd);
+	return found;
+}
+
 /* Priority 101: the last of this object's destructors to run. A process in
  * which no instrumented function ran writes no trace: without a word, the
- * user would look for one (a program built without -finstrument-functions). */
+ * user would look for one (a program built without -finstrument-functions).
+ * Said once per tree: by the process that loaded us, not by its forked
+ * copies nor by the programs a traced process runs. */
 __attribute__((destructor(101))) static void runtime_destructor(void)
 {
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW && getpid() == loaded_pid)
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW && getpid() == loaded_pid &&
+	    !parent_has_runtime())
 		hp_warn("no instrumented function ran in %s (pid %d): no trace written "
 			"(was it built with -finstrument-functions?)",
 			program_invocation_short_name, (int)loaded_pid);
