@@ -18,6 +18,8 @@ struct pass {
 	struct hp_funcmap *funcmap;  /* index (and tick) -> function id */
 	hp_event_fn on_events;
 	void *arg;
+	hp_read_progress_fn progress;
+	void *progress_arg;
 };
 
 static struct hp_dec_stream *decoder_of(struct pass *ps, uint32_t stream)
@@ -104,6 +106,8 @@ static int read_all(struct pass *ps, struct hp_reader *r, int flags, char *err, 
 				  : hp_trace_info_add(&ps->a->info, type, payload, size, err, errlen);
 		if (bad)
 			return -1;
+		if (ps->progress)
+			ps->progress(ps->progress_arg, hp_reader_offset(r), hp_reader_size(r));
 		if (type == HP_REC_END)
 			break;
 	}
@@ -173,6 +177,13 @@ static int finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
 int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	       struct hp_analysis *a, char *err, size_t errlen)
 {
+	return hp_analyze_progress(path, flags, on_events, arg, NULL, NULL, a, err, errlen);
+}
+
+int hp_analyze_progress(const char *path, int flags, hp_event_fn on_events, void *arg,
+			hp_read_progress_fn progress, void *progress_arg, struct hp_analysis *a,
+			char *err, size_t errlen)
+{
 	memset(a, 0, sizeof(*a));
 	a->path = path;
 	hp_profile_init(&a->prof);
@@ -180,7 +191,8 @@ int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	if (!r)
 		return -1;
 	a->info.stream_limit = hp_trace_stream_limit(hp_reader_size(r));
-	struct pass ps = { .a = a, .on_events = on_events, .arg = arg };
+	struct pass ps = { .a = a, .on_events = on_events, .arg = arg, .progress = progress,
+			   .progress_arg = progress_arg };
 	/* Its failure is the main pass's to report, at the same record. */
 	hp_trace_read_module_map(path, &a->info, err, errlen);
 	int rc = read_all(&ps, r, flags, err, errlen);

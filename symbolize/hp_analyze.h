@@ -45,14 +45,19 @@ typedef int (*hp_event_fn)(void *arg, const struct hp_analysis *a, uint32_t stre
  * was cut (every complete record before it is read; cut_at says where). */
 enum { HP_ANALYZE_ALLOW_PARTIAL = 1 };
 
+/* Told of the bytes read so far, out of total, after each record. */
+typedef void (*hp_read_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
 /* 0, or -1 with a one-line reason naming the file in err; after a failure
  * *a holds nothing to free. */
 int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	       struct hp_analysis *a, char *err, size_t errlen);
+/* The same, telling progress of the reading (hp_progress.h shows it). */
+int hp_analyze_progress(const char *path, int flags, hp_event_fn on_events, void *arg,
+			hp_read_progress_fn progress, void *progress_arg, struct hp_analysis *a,
+			char *err, size_t errlen);
 void hp_analysis_free(struct hp_analysis *a);
 
-/* Told of the bytes read so far, out of total, now and then. */
-typedef void (*hp_read_progress_fn)(void *arg, uint64_t done, uint64_t total);
 
 /*
  * What a trace holds without decoding its events, for `hookprof info`: its

@@ -802,7 +802,8 @@ static int read_info(const char *path, struct hp_analysis *a, char *err, size_t 
 	int rc = hp_summarize(path, HP_ANALYZE_ALLOW_PARTIAL, show_progress, &progress, a, err, errlen);
 	if (!rc && a->info.crash.present) {
 		hp_analysis_free(a);
-		rc = hp_analyze(path, HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL, a, err, errlen);
+		rc = hp_analyze_progress(path, HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL, show_progress,
+					 &progress, a, err, errlen);
 	}
 	hp_progress_done(&progress);
 	return rc;

@@ -723,6 +723,19 @@ START_TEST(test_summary_counts_without_decoding)
 }
 END_TEST
 
+START_TEST(test_analyze_tells_progress)
+{
+	interleaved(&file);
+	tk_save(path, &file);
+	uint64_t seen[2] = { 0, 0 };
+	ck_assert_int_eq(hp_analyze_progress(path, 0, NULL, NULL, count_progress, seen, &a, err,
+					     sizeof(err)), 0);
+	ck_assert_uint_eq(a.events, 8);
+	ck_assert_uint_eq(seen[1], file.n); /* to the end record's end */
+	ck_assert_uint_ge(seen[0], 9);
+}
+END_TEST
+
 START_TEST(test_summary_checks_end)
 {
 	tk_header(&file);
@@ -813,6 +826,7 @@ static Suite *analyze_suite(void)
 	tcase_add_test(limits, test_partial_duration_is_last_event);
 	tcase_add_test(limits, test_summary_counts_without_decoding);
 	tcase_add_test(limits, test_summary_checks_end);
+	tcase_add_test(limits, test_analyze_tells_progress);
 	tcase_add_test(limits, test_process_tail_read_when_present);
 	suite_add_tcase(s, limits);
 	return s;
