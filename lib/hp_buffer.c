@@ -72,6 +72,11 @@ int hp_buffer_init(const struct hp_config *cfg)
 	return key_created ? 0 : -1;
 }
 
+size_t hp_buffer_bytes(void)
+{
+	return buffer_chunks * HP_CHUNK_BYTES;
+}
+
 void hp_buffer_set_finished(void)
 {
 	__atomic_store_n(&finished, 1, __ATOMIC_RELEASE);

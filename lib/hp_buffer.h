@@ -141,6 +141,8 @@ extern struct hp_thread *hp_threads HP_HIDDEN;
 extern pthread_mutex_t hp_threads_lock HP_HIDDEN;
 
 int hp_buffer_init(const struct hp_config *cfg) HP_HIDDEN;
+/* Each thread's buffer as hp_buffer_init made it (a power of two of chunks). */
+size_t hp_buffer_bytes(void) HP_HIDDEN;
 
 /* Publishes the calling thread's partial chunk; it will record no more.
  * in_signal: from a fatal signal's flush (waits for locks a bounded time). */

@@ -41,7 +41,15 @@ struct hp_config {
 int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int secure,
 		   char *err, size_t errlen) HP_HIDDEN;
 
-/* "8M", "512K", "1G", "65536": bytes, or 0 if it is not a size. */
+/* "8M", "512K", "1G", "65536": bytes, or 0 if it is not a size (or one over
+ * 64G). K, M, G and T are powers of 1024, with or without "iB" or "B"
+ * after them: 8M, 8MiB and 8MB are all 8 << 20 (what people write for a
+ * buffer means the binary unit; no decimal sizes are offered). */
 size_t hp_config_parse_size(const char *s) HP_HIDDEN;
+
+/* The first HOOKPROF_* variable of env (NAME=VALUE strings) that nothing of
+ * hookprof reads: -1 with a warning naming it and the closest known name;
+ * 0 if there is none. A misspelt setting would otherwise do nothing. */
+int hp_config_check_names(char *const *env, char *err, size_t errlen) HP_HIDDEN;
 
 #endif

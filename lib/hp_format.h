@@ -52,6 +52,12 @@ enum hp_clock_source {
 	HP_CLOCK_MONOTONIC = 2, /* clock_gettime(CLOCK_MONOTONIC_RAW) in ns */
 };
 
+/* What follows the PROCESS record's argv (1.1, optional: absent in older
+ * traces, which a reader tells by the bytes left): the buffer per thread
+ * (u64 bytes), the clock's smallest step seen (u32 ticks, 0 unknown), and a
+ * reserved u32. */
+#define HP_PROCESS_TAIL_SIZE 16u
+
 /* Flags of CRASH and STACK records (1.1). */
 enum hp_stack_flags {
 	HP_STACK_TRUNCATED = 1, /* more frames than the record holds */

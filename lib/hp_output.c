@@ -313,6 +313,14 @@ static void put_file_header(void)
 int hp_output_create(const char *spec, const char *prog, int pid, char *err, size_t errlen)
 {
 	char base[4096];
+	struct stat st;
+	size_t len = spec ? strlen(spec) : 0;
+	/* "out/" means a directory (hp_output_expand names the file in it): one
+	 * that is not there is what to say, not that a file cannot be made. */
+	if (len && spec[len - 1] == '/' && (stat(spec, &st) || !S_ISDIR(st.st_mode))) {
+		snprintf(err, errlen, "the directory '%s' (HOOKPROF_OUTPUT) does not exist", spec);
+		return -1;
+	}
 	if (hp_output_expand(spec, prog, pid, base, sizeof(base)) || make_absolute(base, sizeof(base))) {
 		snprintf(err, errlen, "trace file name from '%s' is too long", spec ? spec : prog);
 		return -1;

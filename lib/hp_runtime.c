@@ -96,7 +96,24 @@ static uint8_t *put_string(uint8_t *p, const char *s, size_t len)
 	return p + 4 + len;
 }
 
-/* PROCESS: pid, clock, start time, mode, then the executable and argv. */
+/* The smallest step the clock was seen to take between two readings: a
+ * duration shorter than that reads as 0 (a TSC that a hypervisor moves in
+ * steps, a coarse clock). A few dozen readings, bounded in time too. */
+static uint32_t clock_step(void)
+{
+	uint64_t best = UINT64_MAX, start = hp_clock_ns();
+	for (int i = 0; i < 32 && hp_clock_ns() - start < 20000; i++) {
+		uint64_t a = hp_tick(), b = a;
+		for (int spin = 0; b == a && spin < 100000; spin++)
+			b = hp_tick();
+		if (b != a && b - a < best)
+			best = b - a;
+	}
+	return best > UINT32_MAX ? 0 : (uint32_t)best;
+}
+
+/* PROCESS: pid, clock, start time, mode, then the executable and argv, then
+ * (since 1.1's extension) the buffer per thread and the clock's step. */
 static void process_record(void)
 {
 	static char cmdline[CMDLINE_MAX];
@@ -107,7 +124,9 @@ static void process_record(void)
 	uint32_t argc = 0;
 	for (size_t i = 0; i < cmd_len; i++)
 		argc += cmdline[i] == 0;
-	uint8_t *p = hp_output_begin(HP_REC_PROCESS, 24 + 4 + (size_t)exe_len + cmd_len + 4 * (size_t)argc + 4);
+	uint32_t step = clock_step();
+	uint8_t *p = hp_output_begin(HP_REC_PROCESS, 24 + 4 + (size_t)exe_len + cmd_len + 4 * (size_t)argc +
+							     HP_PROCESS_TAIL_SIZE);
 	if (!p)
 		return;
 	hp_le32(p, (uint32_t)getpid());
@@ -121,7 +140,10 @@ static void process_record(void)
 		p = put_string(p, cmdline + i, len);
 		i += len + 1;
 	}
-	hp_output_end(p);
+	hp_le64(p, hp_buffer_bytes());
+	hp_le32(p + 8, step);
+	hp_le32(p + 12, 0);
+	hp_output_end(p + HP_PROCESS_TAIL_SIZE);
 }
 
 /* Another thread is writing the end (two threads in exit(), or a crash
@@ -411,6 +433,8 @@ static void runtime_init(void)
 	hp_warn_init();
 	if (hp_config_read(&config, secure_getenv, hp_secure_execution(), err, sizeof(err)))
 		hp_warn("%s", err);
+	if (!config.off && hp_config_check_names(environ, err, sizeof(err)))
+		hp_warn("%s", err);
 	if (config.off) {
 		__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
 		errno = saved;
@@ -466,9 +490,55 @@ int hp_runtime_ready(void)
 	return s == STATE_TRACING;
 }
 
-/* Priority 101: the last of this object's destructors to run. */
+/* The process that loaded us: its forked copies say nothing at exit. */
+static pid_t loaded_pid;
+
+__attribute__((constructor(101))) static void runtime_loaded(void)
+{
+	int saved = errno;
+	loaded_pid = getpid();
+	hp_warn_init(); /* the program's stderr, before it can change it */
+	errno = saved;
+}
+
+/* 1 if the parent process has a libhookprof.so mapped: a process of a
+ * traced tree (a /bin/true a traced program execs with LD_PRELOAD set),
+ * whose root speaks for the tree. Read only at exit, and only when nothing
+ * was traced. */
+static int parent_has_runtime(void)
+{
+	static const char name[] = "/libhookprof.so";
+	char buf[8192];
+	size_t keep = 0, len = sizeof(name) - 1;
+	int found = 0;
+	snprintf(buf, sizeof(buf), "/proc/%d/maps", (int)getppid());
+	int fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t got;
+	while (!found && (got = read(fd, buf + keep, sizeof(buf) - keep)) > 0) {
+		size_t n = keep + (size_t)got;
+		found = memmem(buf, n, name, len) != NULL;
+		/* A name split between two reads is found in the next. */
+		keep = n < len ? n : len - 1;
+		memmove(buf, buf + n - keep, keep);
+	}
+	close(fd);
+	return found;
+}
+
+/* Priority 101: the last of this object's destructors to run. A process in
+ * which no instrumented function ran writes no trace: without a word, the
+ * user would look for one (a program built without -finstrument-functions).
+ * Said once per tree: by the process that loaded us, not by its forked
+ * copies nor by the programs a traced process runs. */
 __attribute__((destructor(101))) static void runtime_destructor(void)
 {
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW && getpid() == loaded_pid &&
+	    !parent_has_runtime())
+		hp_warn("no instrumented function ran in %s (pid %d): no trace written "
+			"(was it built with -finstrument-functions?)",
+			program_invocation_short_name, (int)loaded_pid);
 	finish(0);
 }
 

@@ -21,6 +21,8 @@ struct pass {
 	int flags;
 	struct hp_record_index *index; /* NULL: not asked for */
 	uint64_t payload_at;           /* of the EVENTS record being read */
+	hp_read_progress_fn progress;
+	void *progress_arg;
 };
 
 static struct hp_dec_stream *decoder_of(struct pass *ps, uint32_t stream)
@@ -149,6 +151,8 @@ static int read_all(struct pass *ps, struct hp_reader *r, int flags, char *err, 
 				  : hp_trace_info_add(&ps->a->info, type, payload, size, err, errlen);
 		if (bad)
 			return -1;
+		if (ps->progress)
+			ps->progress(ps->progress_arg, hp_reader_offset(r), hp_reader_size(r));
 		if (type == HP_REC_END)
 			break;
 	}
@@ -207,12 +211,18 @@ static int finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	for (size_t i = 0; i < a->prof.nstreams; i++)
+		if (a->prof.streams[i].last_tick > a->last_tick)
+			a->last_tick = a->prof.streams[i].last_tick;
+	a->decoded = 1;
 	hp_profile_finish(&a->prof);
 	return 0;
 }
 
+/* ix: also note where each EVENTS record lies (NULL: not asked for). */
 static int analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
-		   struct hp_record_index *ix, struct hp_analysis *a, char *err, size_t errlen)
+		   struct hp_record_index *ix, hp_read_progress_fn progress, void *progress_arg,
+		   struct hp_analysis *a, char *err, size_t errlen)
 {
 	memset(a, 0, sizeof(*a));
 	a->path = path;
@@ -221,7 +231,8 @@ static int analyze(const char *path, int flags, hp_event_fn on_events, void *arg
 	if (!r)
 		return -1;
 	a->info.stream_limit = hp_trace_stream_limit(hp_reader_size(r));
-	struct pass ps = { .a = a, .on_events = on_events, .arg = arg, .flags = flags, .index = ix };
+	struct pass ps = { .a = a, .on_events = on_events, .arg = arg, .flags = flags, .index = ix,
+			   .progress = progress, .progress_arg = progress_arg };
 	/* Its failure is the main pass's to report, at the same record. */
 	hp_trace_read_module_map(path, &a->info, err, errlen);
 	int rc = read_all(&ps, r, flags, err, errlen);
@@ -258,13 +269,20 @@ static int analyze(const char *path, int flags, hp_event_fn on_events, void *arg
 int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	       struct hp_analysis *a, char *err, size_t errlen)
 {
-	return analyze(path, flags, on_events, arg, NULL, a, err, errlen);
+	return analyze(path, flags, on_events, arg, NULL, NULL, NULL, a, err, errlen);
+}
+
+int hp_analyze_progress(const char *path, int flags, hp_event_fn on_events, void *arg,
+			hp_read_progress_fn progress, void *progress_arg, struct hp_analysis *a,
+			char *err, size_t errlen)
+{
+	return analyze(path, flags, on_events, arg, NULL, progress, progress_arg, a, err, errlen);
 }
 
 int hp_analyze_indexed(const char *path, int flags, struct hp_analysis *a,
 		       struct hp_record_index *ix, char *err, size_t errlen)
 {
-	return analyze(path, flags, NULL, NULL, ix, a, err, errlen);
+	return analyze(path, flags, NULL, NULL, ix, NULL, NULL, a, err, errlen);
 }
 
 void hp_record_index_free(struct hp_record_index *ix)
@@ -285,4 +303,126 @@ void hp_analysis_free(struct hp_analysis *a)
 	free(a->crash_open);
 	a->crash_open = NULL;
 	a->ncrash_open = 0;
+}
+
+/* ---- the summary ------------------------------------------------------ */
+
+/* Per stream, the current tick of its ticks-only scan. */
+struct scan {
+	uint64_t *tick;
+	size_t n;
+	int ticks; /* scan the events' ticks (a trace with no END) */
+};
+
+static int summary_events(struct hp_analysis *a, struct scan *sc, const uint8_t *payload,
+			  uint32_t size, char *err, size_t errlen)
+{
+	uint32_t stream = size >= 8 ? hp_rd32(payload) : 0, nevents = size >= 8 ? hp_rd32(payload + 4) : 0;
+	struct hp_stream_info *si = size >= 8 ? hp_trace_stream(&a->info, stream) : NULL;
+	if (!si) {
+		snprintf(err, errlen, "corrupt events record (stream %u)", stream);
+		return -1;
+	}
+	si->events += nevents;
+	a->events += nevents;
+	if (!sc->ticks)
+		return 0;
+	if (stream >= sc->n) {
+		size_t n = (size_t)stream + 8;
+		uint64_t *t = realloc(sc->tick, n * sizeof(*t));
+		if (!t) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		memset(t + sc->n, 0, (n - sc->n) * sizeof(*t));
+		sc->tick = t;
+		sc->n = n;
+	}
+	if (hp_decode_ticks(payload + 8, size - 8, &sc->tick[stream], &a->last_tick) != (long)nevents) {
+		snprintf(err, errlen, "corrupt events record (stream %u)", stream);
+		return -1;
+	}
+	return 0;
+}
+
+/* The ticks are needed only without END: its count alone needs no scan. */
+static int summary_pass(struct hp_analysis *a, struct scan *sc, int flags,
+			hp_read_progress_fn progress, void *arg, char *err, size_t errlen)
+{
+	struct hp_reader *r = hp_reader_open(a->path, err, errlen);
+	if (!r)
+		return -1;
+	a->info.stream_limit = hp_trace_stream_limit(hp_reader_size(r));
+	uint32_t type, size;
+	const uint8_t *payload;
+	int rc, bad = 0;
+	while ((rc = hp_reader_next_head(r, &type, &payload, &size, sc->ticks ? UINT32_MAX : 8, err,
+					 errlen)) == 1) {
+		bad = type == HP_REC_EVENTS ? summary_events(a, sc, payload, size, err, errlen)
+					    : hp_trace_info_add(&a->info, type, payload, size, err, errlen);
+		if (bad)
+			break;
+		if (progress)
+			progress(arg, hp_reader_offset(r), hp_reader_size(r));
+		if (type == HP_REC_END)
+			break;
+	}
+	if (rc < 0 && (flags & HP_ANALYZE_ALLOW_PARTIAL) && hp_reader_cut_at(r)) {
+		a->cut_at = hp_reader_cut_at(r);
+		rc = 0;
+	}
+	hp_reader_close(r);
+	return rc < 0 || bad ? -1 : 0;
+}
+
+static int summary_finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
+{
+	if (!a->info.has_end && !(flags & HP_ANALYZE_ALLOW_PARTIAL)) {
+		snprintf(err, errlen, "incomplete trace: no end record (the program was killed, "
+				      "or the file was cut short); --partial reports what it holds");
+		return -1;
+	}
+	a->partial = !a->info.has_end;
+	if (a->info.has_end && a->info.end_events != a->events) {
+		snprintf(err, errlen, "corrupt trace: %llu events counted where %llu were written",
+			 (unsigned long long)a->events, (unsigned long long)a->info.end_events);
+		return -1;
+	}
+	if (hp_trace_timebase(&a->info, &a->tb)) {
+		snprintf(err, errlen, "no clock calibration in the trace (the run ended before it could be written)");
+		return -1;
+	}
+	return 0;
+}
+
+int hp_summarize(const char *path, int flags, hp_read_progress_fn progress, void *arg,
+		 struct hp_analysis *a, char *err, size_t errlen)
+{
+	struct scan sc = { 0 };
+	memset(a, 0, sizeof(*a));
+	a->path = path;
+	int rc = summary_pass(a, &sc, flags, progress, arg, err, errlen);
+	if (!rc && !a->info.has_end && (flags & HP_ANALYZE_ALLOW_PARTIAL)) {
+		/* Again with the ticks: only a trace cut short needs them. */
+		hp_trace_info_free(&a->info);
+		memset(a, 0, sizeof(*a));
+		a->path = path;
+		sc.ticks = 1;
+		rc = summary_pass(a, &sc, flags, progress, arg, err, errlen);
+	}
+	free(sc.tick);
+	if (!rc)
+		rc = summary_finish(a, flags, err, errlen);
+	if (!rc)
+		return 0;
+	hp_analysis_free(a);
+	return fail_in(path, err, errlen);
+}
+
+double hp_analysis_duration_ns(const struct hp_analysis *a)
+{
+	const struct hp_trace_info *in = &a->info;
+	if (a->partial && a->last_tick > a->tb.tick0)
+		return hp_ticks_to_ns(&a->tb, a->last_tick - a->tb.tick0);
+	return in->nclocks >= 2 ? (double)(in->clock_ns[1] - in->clock_ns[0]) : 0;
 }

@@ -32,6 +32,9 @@ struct hp_analysis {
 	size_t ncrash_open;
 	uint64_t cut_at;       /* partial, and the file ends in an incomplete
 				* record at this byte (dropped whole); 0: not */
+	uint64_t last_tick;    /* of the last event of any stream; 0: none (or
+				* not known: a summary of a complete trace) */
+	int decoded;           /* 0: a summary (hp_summarize): no funcs, prof */
 };
 
 /* Called for each decoded record (a record of more than HP_DECODE_PIECE
@@ -46,10 +49,17 @@ typedef int (*hp_event_fn)(void *arg, const struct hp_analysis *a, uint32_t stre
  * prof holds each stream's last tick only, and no crash_open frames. */
 enum { HP_ANALYZE_ALLOW_PARTIAL = 1, HP_ANALYZE_NO_PROFILE = 2 };
 
+/* Told of the bytes read so far, out of total, after each record. */
+typedef void (*hp_read_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
 /* 0, or -1 with a one-line reason naming the file in err; after a failure
  * *a holds nothing to free. */
 int hp_analyze(const char *path, int flags, hp_event_fn on_events, void *arg,
 	       struct hp_analysis *a, char *err, size_t errlen);
+/* The same, telling progress of the reading (hp_progress.h shows it). */
+int hp_analyze_progress(const char *path, int flags, hp_event_fn on_events, void *arg,
+			hp_read_progress_fn progress, void *progress_arg, struct hp_analysis *a,
+			char *err, size_t errlen);
 void hp_analysis_free(struct hp_analysis *a);
 
 /* An EVENTS record, for decoding it again out of file order (hp_merge.h):
@@ -79,5 +89,21 @@ struct hp_record_index {
 int hp_analyze_indexed(const char *path, int flags, struct hp_analysis *a,
 		       struct hp_record_index *ix, char *err, size_t errlen);
 void hp_record_index_free(struct hp_record_index *ix);
+
+/*
+ * What a trace holds without decoding its events, for `hookprof info`: its
+ * description (info, tb), the event counts per stream and in all (from the
+ * EVENTS records' headers), partial and cut_at as hp_analyze. A trace
+ * without END has its event ticks scanned (no names, no stacks) for
+ * last_tick, the end of its run. funcs, func_module, prof and crash_open
+ * stay empty. 0, or -1 with a reason naming the file.
+ */
+int hp_summarize(const char *path, int flags, hp_read_progress_fn progress, void *arg,
+		 struct hp_analysis *a, char *err, size_t errlen);
+
+/* How long the run lasted, in ns: from the first CLOCK record to the last,
+ * or for a run cut short (no END record) to its last event, which the last
+ * CLOCK before the cut may precede by up to a second. */
+double hp_analysis_duration_ns(const struct hp_analysis *a);
 
 #endif

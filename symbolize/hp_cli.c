@@ -19,7 +19,7 @@ int hp_cli_usage_error(const char *fmt, const char *arg)
 {
 	fputs("hookprof: ", stderr);
 	fprintf(stderr, fmt, arg);
-	fputs(" (hookprof --help lists the options)\n", stderr);
+	fputs(" (hookprof help COMMAND lists its options)\n", stderr);
 	return 2;
 }
 

@@ -184,6 +184,44 @@ bad:
 	return -1;
 }
 
+/* Ticks only: no stack, no dictionary, nothing named. An index is not
+ * checked against the definitions (they may be in other streams' records). */
+long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *last)
+{
+	const uint8_t *end = p + len;
+	uint64_t t = *tick, u, v;
+	long events = 0;
+	while (p && p < end) {
+		uint8_t op = *p++;
+		if (op & HP_OP_EXIT_SHORT) {
+			t += op & 0x7f;
+		} else if (op < HP_OP_ENTER_SHORT_MAX) {
+			if ((p = hp_get_uvarint(p, end, &u)))
+				t += u;
+		} else if (op == HP_OP_ENTER_SHORT_MAX || op == HP_OP_ENTER_LONG ||
+			   op == HP_OP_EXIT_FN) {
+			if ((p = hp_get_uvarint(p, end, &v)) && (p = hp_get_uvarint(p, end, &u)))
+				t += op == HP_OP_ENTER_SHORT_MAX ? u : (uint64_t)hp_unzigzag(u);
+		} else if (op == HP_OP_EXIT_LONG) {
+			if ((p = hp_get_uvarint(p, end, &u)))
+				t += (uint64_t)hp_unzigzag(u);
+		} else if (op == HP_OP_DEFINE) {
+			p = hp_get_uvarint(p, end, &u);
+			continue;
+		} else if (op == HP_OP_RESET) {
+			t = 0;
+			continue;
+		} else {
+			return -1;
+		}
+		if (p && t > *last)
+			*last = t;
+		events++;
+	}
+	*tick = t;
+	return p ? events : -1;
+}
+
 long hp_decode_piece(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_dec_record *rec,
 		     size_t max, struct hp_evbuf *out, char *err, size_t errlen)
 {

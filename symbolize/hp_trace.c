@@ -107,8 +107,29 @@ static int grow(struct hp_reader *r, size_t need)
 	return 0;
 }
 
+static int next_record(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
+		       uint32_t *size, uint32_t events_head, char *err, size_t errlen);
+
 int hp_reader_next(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
 		   uint32_t *size, char *err, size_t errlen)
+{
+	return next_record(r, type, payload, size, UINT32_MAX, err, errlen);
+}
+
+int hp_reader_next_head(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
+			uint32_t *size, uint32_t events_head, char *err, size_t errlen)
+{
+	return next_record(r, type, payload, size, events_head, err, errlen);
+}
+
+uint64_t hp_reader_offset(const struct hp_reader *r)
+{
+	return r->offset;
+}
+
+/* An EVENTS payload is read up to events_head bytes; the rest is passed over. */
+static int next_record(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
+		       uint32_t *size, uint32_t events_head, char *err, size_t errlen)
 {
 	uint8_t h[HP_RECORD_HEADER_SIZE];
 	size_t got = fread(h, 1, sizeof(h), r->f);
@@ -132,7 +153,9 @@ int hp_reader_next(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
 			 (unsigned long long)r->offset);
 		return fail(err, errlen, r->path, what);
 	}
-	if (grow(r, *size) || fread(r->buf, 1, *size, r->f) != *size)
+	uint32_t want = *type == HP_REC_EVENTS && *size > events_head ? events_head : *size;
+	if (grow(r, want) || fread(r->buf, 1, want, r->f) != want ||
+	    (want < *size && fseek(r->f, (long)(*size - want), SEEK_CUR)))
 		return fail(err, errlen, r->path, "read error");
 	*payload = r->buf;
 	r->payload_at = r->offset + HP_RECORD_HEADER_SIZE;
@@ -226,6 +249,14 @@ static int parse_process(struct hp_trace_info *info, struct cursor *c)
 	for (info->argc = 0; info->argc < argc; info->argc++)
 		if (!(info->argv[info->argc] = take_string(c)))
 			return -1;
+	/* The tail is optional (older traces end with argv); a reader of
+	 * these takes what it knows and skips the rest. */
+	info->buffer_bytes = 0;
+	info->clock_step = 0;
+	if ((size_t)(c->end - c->p) >= HP_PROCESS_TAIL_SIZE) {
+		info->buffer_bytes = take64(c);
+		info->clock_step = take32(c);
+	}
 	return 0;
 }
 

@@ -88,6 +88,8 @@ struct hp_trace_info {
 	uint32_t clock_source;
 	uint32_t flags; /* bit 0: ring mode */
 	uint64_t start_realtime_ns;
+	uint64_t buffer_bytes; /* per thread; 0: not in the trace (older runtime) */
+	uint32_t clock_step;   /* smallest clock step seen, in ticks; 0: unknown */
 	char *exe;
 	char **argv;
 	uint32_t argc;
@@ -129,6 +131,13 @@ struct hp_reader *hp_reader_open(const char *path, char *err, size_t errlen);
 /* 1 with the next record, 0 at the end of the file, -1 with a reason in err. */
 int hp_reader_next(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
 		   uint32_t *size, char *err, size_t errlen);
+/* The same, but of an EVENTS record only the first events_head bytes of its
+ * payload are read (*size is still the whole payload's): a reader that
+ * wants the records' stream and count passes over their events. */
+int hp_reader_next_head(struct hp_reader *r, uint32_t *type, const uint8_t **payload,
+			uint32_t *size, uint32_t events_head, char *err, size_t errlen);
+/* Where the next record begins: the bytes read so far. */
+uint64_t hp_reader_offset(const struct hp_reader *r);
 void hp_reader_close(struct hp_reader *r);
 /* Where the payload of the record hp_reader_next returned last lies in the
  * file: for reading it again later (hp_merge.h). */

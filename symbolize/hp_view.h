@@ -78,6 +78,8 @@ enum hp_view_flags {
 	HP_VIEW_TIME_ORDER = 1, /* threads merged by time */
 	HP_VIEW_BINARY = 2,     /* writes bytes: never to a terminal */
 	HP_VIEW_EXPORT = 4,     /* a format of `hookprof export`, not a command */
+	HP_VIEW_OWN_COMMAND = 8, /* run by a command of its own (report), which
+				  * main.c dispatches and lists */
 };
 
 struct hp_view_ops {

@@ -76,7 +76,7 @@ static void print_header(FILE *out, const struct hp_analysis *a)
 {
 	const struct hp_trace_info *in = &a->info;
 	size_t threads = threads_of(in);
-	double secs = in->nclocks >= 2 ? (double)(in->clock_ns[1] - in->clock_ns[0]) / 1e9 : 0;
+	double secs = hp_analysis_duration_ns(a) / 1e9;
 	uint64_t lost = in->lost_global;
 	for (size_t i = 0; i < in->nstreams; i++)
 		lost += in->streams[i].lost;
@@ -332,6 +332,7 @@ const struct hp_view_ops hp_view_flat = {
 	.name = "report",
 	.summary = "the flat profile: calls, total, self, avg, min and max per function",
 	.formats = "table|csv",
+	.flags = HP_VIEW_OWN_COMMAND,
 	.open = open_flat,
 	.exit = exit_flat,
 	.trace_done = trace_done_flat,

@@ -474,10 +474,11 @@ static void close_graph(struct hp_view *v)
 
 const struct hp_view_ops hp_view_graph = {
 	.name = "graph",
-	.summary = "the call graph: for each function (or each FUNC, by the name report prints)\n"
-		   "  its callers (<-), its own calls, total and self, and its callees (->), with\n"
-		   "  the calls and time along each edge; <root> calls a thread's first frames",
-	.help = "  --sort=KEY            order of the functions: total (default), self, calls,\n"
+	.summary = "the call graph: each function's callers and callees, calls and time per edge",
+	.help = "  for each function (or each FUNC, by the name report prints) its callers (<-),\n"
+		"  its own calls, total and self, and its callees (->), with the calls and time\n"
+		"  along each edge; <root> calls a thread's first frames\n"
+		"  --sort=KEY            order of the functions: total (default), self, calls,\n"
 		"                        avg, max (largest first) or name\n"
 		"  --limit=N             only the first N functions (csv: N edges)\n"
 		"  time along an edge F->G: of G's calls from F, those not within another\n"

@@ -271,9 +271,9 @@ static void close_tree(struct hp_view *v)
 
 const struct hp_view_ops hp_view_tree = {
 	.name = "tree",
-	.summary = "the call tree: one line per distinct call path, with its calls, total, self,\n"
-		   "  avg, min and max (threads merged; recursion not collapsed: one line a level)",
-	.help = "  --sort=KEY            order of each node's callees: total (default), self,\n"
+	.summary = "the call tree: calls, total, self, avg, min, max per distinct call path",
+	.help = "  threads are merged; recursion is not collapsed: one line a level\n"
+		"  --sort=KEY            order of each node's callees: total (default), self,\n"
 		"                        calls, avg, max (largest first) or name\n"
 		"  --limit=N             only the first N callees of each node (and N roots)\n"
 		"  csv columns: path,calls,total_ns,self_ns,avg_ns,min_ns,max_ns; path is the\n"

@@ -7,6 +7,7 @@
 
 #include "hp_view.h"
 
+extern const struct hp_view_ops hp_view_flat;
 extern const struct hp_view_ops hp_view_tree;
 extern const struct hp_view_ops hp_view_graph;
 extern const struct hp_view_ops hp_view_replay;
@@ -16,6 +17,7 @@ extern const struct hp_view_ops hp_view_pprof;
 extern const struct hp_view_ops hp_view_perfetto;
 
 const struct hp_view_ops *const hp_views[] = {
+	&hp_view_flat,
 	&hp_view_tree,
 	&hp_view_graph,
 	&hp_view_replay,

@@ -24,6 +24,8 @@
 #include "hp_diff.h"
 #include "hp_drive.h"
 #include "hp_format.h"
+#include "hp_procs.h"
+#include "hp_progress.h"
 #include "hp_report.h"
 #include "hp_symbols.h"
 #include "hp_view.h"
@@ -32,61 +34,101 @@
 #define VERSION "0.1.0"
 #define ERRLEN 1024
 
-static const char usage_text[] =
-	"usage: hookprof <command> [options] [args]\n"
-	"\n"
+/* The global help: what each command is for; `hookprof help COMMAND`
+ * (or COMMAND --help) gives its options. The views' lines come from their
+ * table, so a new view is listed without an edit here. */
+static const char usage_head[] =
+	"usage: hookprof COMMAND [options] [args]\n"
 	"Profiles and traces programs built with -finstrument-functions.\n"
 	"\n"
-	"commands:\n"
-	"  record [options] [--] PROGRAM [ARGS...]\n"
-	"      run PROGRAM with libhookprof preloaded; the trace is written when it exits\n"
-	"      -o, --output=FILE     trace file (default ./PROGRAM-PID.hookprof); replaced if it exists;\n"
-	"                            a forked child's trace is FILE.1, FILE.2, ...\n"
-	"      -d, --dir=DIR         every process of the tree into DIR (made if missing), each as\n"
-	"                            PROGRAM-PID.hookprof; without -o or -d they go to ./\n"
-	"      --mode=stream|ring    stream (default): every event; ring: the last --buffer per thread\n"
-	"      --buffer=SIZE         per-thread buffer, e.g. 512K, 8M (default 8M; rounded down\n"
-	"                            to a power of two; at most 1G)\n"
-	"      --clock=tsc|monotonic timestamp source (default tsc, when invariant)\n"
-	"  report [options] [TRACE|DIR...]\n"
-	"      flat profile: calls, total (inclusive), self, avg, min and max per call;\n"
-	"      several traces are merged; a DIR stands for every trace in it (a process\n"
-	"      tree from record -d); no TRACE: the newest *.hookprof here\n"
-	"      --per-process         one section per process (pid, parent pid, program),\n"
-	"                            parents before their children, instead of one merged table\n"
-	"      --format=table|csv    (default table)\n"
-	"      --sort=self|total|calls|avg|max|name  (default self)\n"
-	"      --limit=N             print the first N functions only\n"
-	"      --partial             report a trace that has no end record, also one cut in the\n"
-	"                            middle of a record (read up to there; stderr says where)\n"
-	"      --per-run             the calls and self time of each trace as more columns\n"
-	"      --per-thread          one section per thread (times are wall-clock summed over\n"
-	"                            threads otherwise)\n"
-	"      filters (a call hidden by one is not counted):\n"
-	"      --thread=TID|NAME     only that thread\n"
-	"      --depth=N             only calls fewer than N shown calls deep\n"
-	"      --function=REGEX      only calls of matching functions and what they call\n"
-	"      --exclude=REGEX       hide matching functions (their time goes to their caller)\n"
-	"      --min=DURATION        hide calls shorter than that (500ns, 2us, 1.5ms, 3s)\n"
-	"      --time=FROM,TO        only calls that start in that window (seconds from the start)\n"
-	"      CSV columns: function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\n"
-	"      (source: FILE:LINE of the function where known)\n"
-	"  diff [options] OLD NEW   per function the change of calls, self and total time\n"
-	"                           between two traces or directories of repeated runs\n"
-	"                           (hookprof diff --help)\n"
-	"  info TRACE               what the trace holds: program, clock, threads and their root\n"
-	"                           stacks, modules, losses, and the backtrace of a fatal signal\n"
-	"  dump [--partial] TRACE   every event, threads merged in time order: thread, time in ns\n"
-	"                           from the process start, enter or exit, function\n"
-	"  replay [options] [TRACE] every call in time order, indented by depth, with its\n"
-	"                           duration (hookprof replay --help)\n"
-	"\n"
-	"  -h, --help               this text;  --version  the version\n"
-	"\n"
-	"environment of a traced program: HOOKPROF_OUTPUT (file, %p = pid, %n = program,\n"
-	"or a directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK (see record).\n"
-	"environment of report and dump: HOOKPROF_DEBUG_PATH (where separate debug files\n"
-	"and files by build-id are looked for; libdwfl's syntax), DEBUGINFOD_URLS.\n";
+	"commands (hookprof help COMMAND, or COMMAND --help: its options):\n"
+	"  record    run a program traced; its trace is written when it exits\n"
+	"  report    flat profile: calls, total, self, avg, min, max per function\n"
+	"  info      what a trace holds: program, clock, threads, modules, losses, crash\n"
+	"  dump      every event, threads merged by time: thread, time, enter or exit, function\n"
+	"  diff      per function the change of calls, self and total time between two runs\n";
+static const char usage_tail[] =
+	"  export    write traces for another viewer (--format=...)\n"
+	"  version   the version (also --version)\n"
+	"  help      this text, or a command's (also -h, --help)\n"
+	"TRACE: a trace file, or a directory of them; none: the newest *.hookprof here.\n"
+	"Times are wall-clock, summed over the threads a function ran in.\n";
+
+static void print_usage(FILE *out)
+{
+	fputs(usage_head, out);
+	for (size_t i = 0; hp_views[i]; i++)
+		if (!(hp_views[i]->flags & (HP_VIEW_EXPORT | HP_VIEW_OWN_COMMAND)))
+			fprintf(out, "  %-9s %s\n", hp_views[i]->name, hp_views[i]->summary);
+	fputs(usage_tail, out);
+}
+
+static const char record_help[] =
+	"usage: hookprof record [options] [--] PROGRAM [ARGS...]\n"
+	"  runs PROGRAM with libhookprof preloaded; the trace is written when it exits\n"
+	"  -o, --output=FILE     trace file (default ./PROGRAM-PID.hookprof); replaced if it exists;\n"
+	"                        a forked child's trace is FILE.1, FILE.2, ...\n"
+	"  -d, --dir=DIR         every process of the tree into DIR (made if missing), each as\n"
+	"                        PROGRAM-PID.hookprof; without -o or -d they go to ./\n"
+	"  --mode=stream|ring    stream (default): every event; ring: the last --buffer per thread\n"
+	"  --buffer=SIZE         per-thread buffer: 128K to 1G, e.g. 512K, 8M, 8MiB, 8MB (K, M, G\n"
+	"                        are powers of 1024 with or without iB/B; default 8M; rounded\n"
+	"                        down to a power of two)\n"
+	"  --clock=tsc|monotonic timestamp source (default tsc, when invariant)\n"
+	"  -h, --help            this text\n"
+	"environment of a traced program (what record sets): HOOKPROF_OUTPUT (file, %p = pid,\n"
+	"%n = program, or an existing directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK.\n";
+
+static const char report_help[] =
+	"usage: hookprof report [options] [TRACE|DIR...]\n"
+	"  flat profile: calls, total (inclusive), self, avg, min and max per call (wall-clock,\n"
+	"  summed over threads); several traces are merged; a DIR stands for every trace in it\n"
+	"  (a process tree from record -d); no TRACE: the newest *.hookprof here\n"
+	"  --per-process         one section per process (pid, parent pid, program),\n"
+	"                        parents before their children, instead of one merged table\n"
+	"  --format=table|csv    (default table)\n"
+	"  --sort=self|total|calls|avg|max|name  (default self)\n"
+	"  --limit=N             print the first N functions only\n"
+	"  --partial             report a trace that has no end record, also one cut in the\n"
+	"                        middle of a record (read up to there; stderr says where)\n"
+	"  --per-run             the calls and self time of each trace as more columns\n"
+	"  --per-thread          one section per thread\n"
+	"  --values              per value name (hookprof_value): count, min, max, mean\n"
+	"filters (a call hidden by one is not counted):\n"
+	"  --thread=TID|NAME     only that thread\n"
+	"  --depth=N             only calls fewer than N shown calls deep\n"
+	"  --function=REGEX      only calls of matching functions and what they call\n"
+	"  --exclude=REGEX       hide matching functions (their time goes to their caller)\n"
+	"  --min=DURATION        hide calls shorter than that (500ns, 2us, 1.5ms, 3s)\n"
+	"  --time=FROM,TO        only calls that start in that window (seconds from the start)\n"
+	"CSV columns: function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\n"
+	"(source: FILE:LINE of the function where known)\n"
+	"  -h, --help            this text\n"
+	"environment: HOOKPROF_DEBUG_PATH (where separate debug files and files by build-id\n"
+	"are looked for; libdwfl's syntax), DEBUGINFOD_URLS.\n";
+
+static const char info_help[] =
+	"usage: hookprof info [TRACE|DIR...]\n"
+	"  what each trace holds: program, clock and its resolution, buffer, threads and their\n"
+	"  root stacks, events and losses, modules, and the backtrace of a fatal signal; no\n"
+	"  TRACE: the newest *.hookprof here. Reads a trace with no end record too.\n"
+	"  -h, --help            this text\n";
+
+static const char dump_help[] =
+	"usage: hookprof dump [--partial] TRACE\n"
+	"  every event, the threads merged by time: thread, time in ns from the process\n"
+	"  start, enter or exit, function\n"
+	"  --partial             read a trace with no end record, or one cut short\n"
+	"  -h, --help            this text\n";
+
+/* "--help" or "-h" among a command's arguments, before any "--". */
+static int asks_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 1;
+	return 0;
+}
 
 /* ---- record ---------------------------------------------------------- */
 
@@ -196,9 +238,10 @@ static void print_written(const struct destination *d, const char *name)
 		fprintf(stderr, "hookprof: trace written to %s%s%s\n", d->shown, sep, name);
 }
 
-/* Names every trace the run wrote: the root's first. */
-static void report_written(const struct destination *d, const struct hp_cli_names *before, pid_t pid,
-			   const char *prog)
+/* Names every trace the run wrote: the root's first. None: the runtime
+ * said why, in one line (no instrumented function ran, the file could not
+ * be made, ...); a guess here would be a second, and often a wrong one. */
+static void report_written(const struct destination *d, const struct hp_cli_names *before, pid_t pid)
 {
 	struct hp_cli_names after;
 	char root[PATH_MAX];
@@ -207,12 +250,9 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 		snprintf(root, sizeof(root), "%s", base ? base + 1 : d->output);
 	else
 		snprintf(root, sizeof(root), "-%d.hookprof", (int)pid);
-	size_t found = 0;
 	if (hp_cli_list_traces(d->dir, &after) == 0) {
-		if (!d->shown && access(d->output, F_OK) == 0) {
+		if (!d->shown && access(d->output, F_OK) == 0)
 			fprintf(stderr, "hookprof: trace written to %s\n", d->output);
-			found++;
-		}
 		for (int pass = 0; pass < 2; pass++)
 			for (size_t i = 0; i < after.n; i++) {
 				const char *n = after.v[i];
@@ -221,13 +261,9 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 				if (hp_cli_listed(before, n) || (is_root != (pass == 0)) || (is_root && !d->shown))
 					continue;
 				print_written(d, n);
-				found++;
 			}
 	}
 	hp_cli_names_free(&after);
-	if (!found)
-		fprintf(stderr, "hookprof: %s wrote no trace (was it built with -finstrument-functions?)\n",
-			prog);
 }
 
 static int run_recorded(const struct record_opts *o, const char *lib, char **argv)
@@ -266,7 +302,7 @@ static int run_recorded(const struct record_opts *o, const char *lib, char **arg
 		fprintf(stderr, "hookprof: cannot run '%s': %s\n", argv[0], strerror(exec_errno));
 		return 127;
 	}
-	report_written(&d, &before, pid, argv[0]);
+	report_written(&d, &before, pid);
 	hp_cli_names_free(&before);
 	return status;
 }
@@ -288,7 +324,7 @@ static int cmd_record(int argc, char **argv)
 		case 'm': o.mode = optarg; break;
 		case 'b': o.buffer = optarg; break;
 		case 'c': o.clock = optarg; break;
-		case 'h': fputs(usage_text, stdout); return 0;
+		case 'h': fputs(record_help, stdout); return 0;
 		default: return hp_cli_usage_error("%s", "bad option for record");
 		}
 	}
@@ -425,7 +461,7 @@ static int parse_report(int argc, char **argv, struct hp_drive_opts *d, struct h
 			if (hp_filter_set(&d->filter, opts[index].name, optarg, err, sizeof(err)))
 				return hp_cli_usage_error("%s", err);
 			break;
-		case 'h': fputs(usage_text, stdout); return -1;
+		case 'h': fputs(report_help, stdout); return -1;
 		default: return hp_cli_usage_error("%s", "bad option for report");
 		}
 	}
@@ -466,6 +502,31 @@ static void print_parent(const struct hp_trace_info *in)
 	printf("\n");
 }
 
+/* Durations shorter than the clock's step read as 0: say how coarse it is. */
+static void print_clock(const struct hp_analysis *a)
+{
+	const struct hp_trace_info *in = &a->info;
+	uint32_t step = in->clock_step;
+	printf("clock:    %s, %.4f ticks per ns, ", in->clock_source == HP_CLOCK_TSC ? "tsc" : "monotonic",
+	       1.0 / a->tb.ns_per_tick);
+	if (step) /* the runtime measured it at start */
+		printf("resolution %u tick%s = %.1f ns (shorter calls can read 0 ns)\n", step,
+		       step == 1 ? "" : "s", step * a->tb.ns_per_tick);
+	else
+		printf("resolution not in the trace (1 tick = %.3f ns)\n", a->tb.ns_per_tick);
+}
+
+static void print_buffer(const struct hp_trace_info *in)
+{
+	uint64_t b = in->buffer_bytes;
+	if (!b)
+		printf("buffer:   not in the trace (an older runtime)\n");
+	else if (b % (1u << 20) == 0)
+		printf("buffer:   %llu MiB per thread\n", (unsigned long long)(b >> 20));
+	else
+		printf("buffer:   %llu KiB per thread\n", (unsigned long long)(b >> 10));
+}
+
 static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 {
 	const struct hp_trace_info *in = &a->info;
@@ -478,11 +539,16 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 	printf("\npid:      %u\n", in->pid);
 	print_parent(in);
 	printf("started:  %s\n", when);
-	printf("clock:    %s, %.4f ticks per ns\n", in->clock_source == HP_CLOCK_TSC ? "tsc" : "monotonic",
-	       1.0 / a->tb.ns_per_tick);
+	print_clock(a);
 	printf("mode:     %s\n", in->flags & 1 ? "ring" : "stream");
-	printf("duration: %.6f s\n", in->nclocks >= 2 ? (double)(in->clock_ns[1] - in->clock_ns[0]) / 1e9 : 0);
-	printf("events:   %llu (%u functions)\n", (unsigned long long)a->events, a->funcs.n);
+	print_buffer(in);
+	printf("duration: %.6f s%s\n", hp_analysis_duration_ns(a) / 1e9,
+	       a->partial && a->last_tick ? " (to the last event: the run was cut short)" : "");
+	printf("times:    wall-clock; a function's time in a report is summed over its threads\n");
+	if (a->decoded)
+		printf("events:   %llu (%u functions)\n", (unsigned long long)a->events, a->funcs.n);
+	else
+		printf("events:   %llu\n", (unsigned long long)a->events);
 	printf("lost:     %llu outside threads\n", (unsigned long long)in->lost_global);
 	if (a->cut_at)
 		printf("complete: no (cut at byte %llu: an incomplete record, left out)\n",
@@ -514,13 +580,42 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 	}
 }
 
-static int cmd_info(int argc, char **argv)
+/* Progress of the read, on a terminal. */
+static void show_progress(void *arg, uint64_t done, uint64_t total)
 {
-	if (argc != 2)
-		return hp_cli_usage_error("%s", "info takes one trace file");
+	(void)total;
+	hp_progress_update(arg, done);
+}
+
+/*
+ * The header needs no decoding: the EVENTS records' headers count the
+ * events per stream, and a trace cut short has only the ticks of its
+ * events scanned (for when it ended). Only the frames a crash left open
+ * need the events decoded, of a trace with a CRASH record: then the whole
+ * trace is (the function dictionary is shared by all the streams).
+ */
+static int read_info(const char *path, struct hp_analysis *a, char *err, size_t errlen)
+{
+	struct hp_progress progress;
+	char what[PATH_MAX + 16];
+	struct stat st;
+	snprintf(what, sizeof(what), "reading %s", path);
+	hp_progress_start(&progress, what, stat(path, &st) ? 0 : (uint64_t)st.st_size);
+	int rc = hp_summarize(path, HP_ANALYZE_ALLOW_PARTIAL, show_progress, &progress, a, err, errlen);
+	if (!rc && a->info.crash.present) {
+		hp_analysis_free(a);
+		rc = hp_analyze_progress(path, HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL, show_progress,
+					 &progress, a, err, errlen);
+	}
+	hp_progress_done(&progress);
+	return rc;
+}
+
+static int info_of(const char *path)
+{
 	struct hp_analysis a;
 	char err[ERRLEN];
-	if (hp_analyze(argv[1], HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL, &a, err, sizeof(err)))
+	if (read_info(path, &a, err, sizeof(err)))
 		return hp_cli_print_error(err);
 	struct hp_symbols *sym = NULL;
 	if (has_stacks(&a.info) &&
@@ -532,6 +627,30 @@ static int cmd_info(int argc, char **argv)
 	hp_symbols_free(sym);
 	hp_analysis_free(&a);
 	return fflush(stdout) ? hp_cli_print_error("cannot write to standard output") : 0;
+}
+
+/* Each trace in turn, a blank line between them; the newest here if none. */
+static int cmd_info(int argc, char **argv)
+{
+	if (asks_help(argc, argv))
+		return fputs(info_help, stdout), 0;
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] == '-' && argv[i][1])
+			return hp_cli_usage_error("bad option for info: '%s'", argv[i]);
+	struct hp_cli_names all;
+	char err[ERRLEN];
+	if (hp_cli_traces(argv + 1, argc - 1, &all, err, sizeof(err))) {
+		hp_cli_names_free(&all);
+		return hp_cli_print_error(err);
+	}
+	int rc = 0;
+	for (size_t i = 0; i < all.n && !rc; i++) {
+		if (i)
+			putchar('\n');
+		rc = info_of(all.v[i]);
+	}
+	hp_cli_names_free(&all);
+	return rc;
 }
 
 struct dump_state {
@@ -614,6 +733,8 @@ static int dump_trace(const char *path, int flags, struct dump_state *d, char *e
 
 static int cmd_dump(int argc, char **argv)
 {
+	if (asks_help(argc, argv))
+		return fputs(dump_help, stdout), 0;
 	int flags = 0;
 	if (argc == 3 && !strcmp(argv[1], "--partial")) {
 		flags = HP_ANALYZE_ALLOW_PARTIAL;
@@ -637,14 +758,38 @@ static int cmd_dump(int argc, char **argv)
 	return 0;
 }
 
+/* hookprof help COMMAND: the command's own help, as COMMAND --help. */
+static int cmd_help(int argc, char **argv)
+{
+	if (argc < 2)
+		return print_usage(stdout), 0;
+	const char *cmd = argv[1];
+	static const struct {
+		const char *name;
+		const char *text;
+	} own[] = { { "record", record_help }, { "report", report_help },
+		    { "info", info_help },     { "dump", dump_help } };
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!strcmp(cmd, own[i].name))
+			return fputs(own[i].text, stdout), 0;
+	const struct hp_view_ops *view = hp_view_find(cmd);
+	if (!strcmp(cmd, "export") || (view && !(view->flags & HP_VIEW_EXPORT))) {
+		char *help_argv[] = { argv[1], "--help", NULL };
+		return hp_viewcmd_run(cmd, 2, help_argv);
+	}
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "version"))
+		return print_usage(stdout), 0;
+	return hp_cli_usage_error("unknown command '%s'", cmd);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		return fputs(usage_text, stderr), 2;
+		return print_usage(stderr), 2;
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help"))
-		return fputs(usage_text, stdout), 0;
-	if (!strcmp(cmd, "--version"))
+		return cmd_help(argc - 1, argv + 1);
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version"))
 		return puts("hookprof " VERSION), 0;
 	if (!strcmp(cmd, "record"))
 		return cmd_record(argc - 1, argv + 1);

@@ -648,6 +648,155 @@ START_TEST(test_events_not_kept)
 }
 END_TEST
 
+/* ------------------------------------------------ summary and duration */
+
+/* Killed: the last CLOCK at 1000 ns, stream 1's events go on to 1900. */
+static void killed_after_last_clock(struct tk_bytes *b)
+{
+	tk_header(b);
+	process_rec(b, HP_CLOCK_MONOTONIC);
+	tk_clock_rec(b, 0, 0);
+	tk_clock_rec(b, 1000, 1000);
+	tk_thread_rec(b, 0, 100, "main");
+	tk_thread_rec(b, 1, 101, "worker");
+	EVENTS(b, 0, 2, 0x43, 0x10, 0x00, 0x0a, 0x85);              /* A @10-15 */
+	EVENTS(b, 1, 1, 0x00, 0xec, 0x0e);                          /* A @1900 */
+	EVENTS(b, 0, 1, 0x00, 0xe8, 0x07);                          /* A @1015 */
+}
+
+START_TEST(test_partial_duration_is_last_event)
+{
+	killed_after_last_clock(&file);
+	analyze_ok(HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL);
+	ck_assert_uint_eq(a.last_tick, 1900);
+	ck_assert_double_eq(hp_analysis_duration_ns(&a), 1900.0);
+	hp_analysis_free(&a);
+	ck_assert_int_eq(hp_summarize(path, HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL, &a, err, sizeof(err)), 0);
+	ck_assert_int_eq(a.partial, 1);
+	ck_assert_uint_eq(a.last_tick, 1900);
+	ck_assert_uint_eq(a.events, 4);
+	ck_assert_double_eq(hp_analysis_duration_ns(&a), 1900.0);
+	/* complete: from CLOCK to CLOCK, whatever the events */
+	restart();
+	killed_after_last_clock(&file);
+	tk_clock_rec(&file, 2500, 2500);
+	tk_end_rec(&file, 4, 0, 2);
+	analyze_ok(0, NULL, NULL);
+	ck_assert_double_eq(hp_analysis_duration_ns(&a), 2500.0);
+}
+END_TEST
+
+static void count_progress(void *arg, uint64_t done, uint64_t total)
+{
+	uint64_t *seen = arg;
+	ck_assert_uint_le(done, total);
+	ck_assert_uint_ge(done, seen[1]);
+	seen[0]++;
+	seen[1] = done;
+}
+
+START_TEST(test_summary_counts_without_decoding)
+{
+	/* event bytes no decoder accepts: their records' counts are enough */
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_MONOTONIC);
+	tk_clock_rec(&file, 0, 0);
+	tk_thread_rec(&file, 0, 100, "main");
+	tk_thread_rec(&file, 1, 101, "worker");
+	EVENTS(&file, 0, 7, 0xff, 0xff, 0xff);
+	EVENTS(&file, 1, 5, 0x45);
+	EVENTS(&file, 0, 3, 0x01);
+	tk_clock_rec(&file, 100, 100);
+	tk_end_rec(&file, 15, 0, 2);
+	tk_save(path, &file);
+	uint64_t seen[2] = { 0, 0 };
+	ck_assert_int_eq(hp_summarize(path, 0, count_progress, seen, &a, err, sizeof(err)), 0);
+	ck_assert_uint_eq(a.events, 15);
+	ck_assert_uint_eq(a.info.streams[0].events, 10);
+	ck_assert_uint_eq(a.info.streams[1].events, 5);
+	ck_assert_int_eq(a.decoded, 0);
+	ck_assert_int_eq(a.partial, 0);
+	ck_assert_uint_eq(seen[1], file.n);
+	ck_assert_uint_ge(seen[0], 8);
+	/* the full pass decodes them, and refuses */
+	analyze_fails(0, "corrupt event data");
+}
+END_TEST
+
+START_TEST(test_analyze_tells_progress)
+{
+	interleaved(&file);
+	tk_save(path, &file);
+	uint64_t seen[2] = { 0, 0 };
+	ck_assert_int_eq(hp_analyze_progress(path, 0, NULL, NULL, count_progress, seen, &a, err,
+					     sizeof(err)), 0);
+	ck_assert_uint_eq(a.events, 8);
+	ck_assert_uint_eq(seen[1], file.n); /* to the end record's end */
+	ck_assert_uint_ge(seen[0], 9);
+}
+END_TEST
+
+START_TEST(test_summary_checks_end)
+{
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_MONOTONIC);
+	tk_clock_rec(&file, 0, 0);
+	EVENTS(&file, 0, 2, 0x43, 0x10, 0x00, 0x0a, 0x85);
+	tk_end_rec(&file, 3, 0, 1);
+	tk_save(path, &file);
+	ck_assert_int_eq(hp_summarize(path, 0, NULL, NULL, &a, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "corrupt trace: 2 events counted where 3 were written"));
+	/* without END: refused unless partial */
+	restart();
+	killed_after_last_clock(&file);
+	tk_save(path, &file);
+	ck_assert_int_eq(hp_summarize(path, 0, NULL, NULL, &a, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "incomplete trace: no end record"));
+	/* a partial trace's ticks are scanned: bad event bytes are refused */
+	restart();
+	killed_after_last_clock(&file);
+	EVENTS(&file, 1, 1, 0x45);
+	tk_save(path, &file);
+	ck_assert_int_eq(hp_summarize(path, HP_ANALYZE_ALLOW_PARTIAL, NULL, NULL, &a, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "corrupt events record (stream 1)"));
+}
+END_TEST
+
+START_TEST(test_process_tail_read_when_present)
+{
+	/* the buffer and the clock's step after argv (older traces: none) */
+	tk_header(&file);
+	size_t at = tk_rec_begin(&file, HP_REC_PROCESS);
+	tk_put32(&file, 4321);
+	tk_put32(&file, HP_CLOCK_TSC);
+	tk_put64(&file, 1);
+	tk_put32(&file, 0);
+	tk_put32(&file, 1);
+	tk_putstr(&file, "/bin/prog");
+	tk_putstr(&file, "prog");
+	tk_put64(&file, 8u << 20);
+	tk_put32(&file, 21);
+	tk_put32(&file, 0);
+	tk_put32(&file, 99); /* what a later tail may add is skipped */
+	tk_rec_end(&file, at);
+	tk_clock_rec(&file, 0, 0);
+	tk_clock_rec(&file, 3000, 1000);
+	tk_end_rec(&file, 0, 0, 0);
+	analyze_ok(0, NULL, NULL);
+	ck_assert_uint_eq(a.info.buffer_bytes, 8u << 20);
+	ck_assert_uint_eq(a.info.clock_step, 21);
+	ck_assert_str_eq(a.info.argv[0], "prog");
+	restart();
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_MONOTONIC);
+	tk_clock_rec(&file, 0, 0);
+	tk_end_rec(&file, 0, 0, 0);
+	analyze_ok(0, NULL, NULL);
+	ck_assert_uint_eq(a.info.buffer_bytes, 0);
+	ck_assert_uint_eq(a.info.clock_step, 0);
+}
+END_TEST
+
 static Suite *analyze_suite(void)
 {
 	Suite *s = suite_create("analyze");
@@ -674,6 +823,11 @@ static Suite *analyze_suite(void)
 	tcase_add_test(limits, test_events_of_no_stream);
 	tcase_add_test(limits, test_orphan_exit_is_the_last_tick);
 	tcase_add_test(limits, test_events_not_kept);
+	tcase_add_test(limits, test_partial_duration_is_last_event);
+	tcase_add_test(limits, test_summary_counts_without_decoding);
+	tcase_add_test(limits, test_summary_checks_end);
+	tcase_add_test(limits, test_analyze_tells_progress);
+	tcase_add_test(limits, test_process_tail_read_when_present);
 	suite_add_tcase(s, limits);
 	return s;
 }

@@ -197,7 +197,6 @@ START_TEST(test_read_buffer_not_a_size)
 {
 	static const char *const bad[][3] = { { "HOOKPROF_BUFFER", "lots", NULL },
 					      { "HOOKPROF_BUFFER", "-8M", NULL },
-					      { "HOOKPROF_BUFFER", "65G", NULL },
 					      { "HOOKPROF_BUFFER", "0", NULL } };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_int_eq(read_env(bad[i]), -1);
@@ -221,6 +220,67 @@ START_TEST(test_read_buffer_capped)
 	static const char *const over[] = { "HOOKPROF_BUFFER", "1025M", NULL };
 	ck_assert_int_eq(read_env(over), -1);
 	ck_assert_uint_eq(cfg.buffer_bytes, 1ul << 30);
+}
+END_TEST
+
+START_TEST(test_read_buffer_too_large_said_so)
+{
+	/* 1T is a size, only too large: said so, not "not a size" */
+	static const char *const huge[][3] = { { "HOOKPROF_BUFFER", "1T", NULL },
+					       { "HOOKPROF_BUFFER", "65G", NULL },
+					       { "HOOKPROF_BUFFER", "99999999999999999999999", NULL } };
+	for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
+		ck_assert_int_eq(read_env(huge[i]), -1);
+		ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_MAX);
+		ck_assert_ptr_nonnull(strstr(err, "' is more than 1G per thread; using 1G"));
+	}
+	ck_assert_str_eq(err, "HOOKPROF_BUFFER='99999999999999999999999' is more than 1G per thread; using 1G");
+}
+END_TEST
+
+START_TEST(test_read_buffer_binary_units)
+{
+	/* 8MB and 8MiB mean 8 << 20, deliberately */
+	static const char *const units[][3] = { { "HOOKPROF_BUFFER", "8MB", NULL },
+						{ "HOOKPROF_BUFFER", "8MiB", NULL },
+						{ "HOOKPROF_BUFFER", "8192KiB", NULL } };
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		ck_assert_int_eq(read_env(units[i]), 0);
+		ck_assert_uint_eq(cfg.buffer_bytes, 8u << 20);
+	}
+}
+END_TEST
+
+START_TEST(test_check_names_unknown)
+{
+	char *env[] = { "PATH=/bin", "HOOKPROF_OUTPUT=x", "HOOKPROF_BUFER=8M", "HOOKPROF_MODE=ring", NULL };
+	ck_assert_int_eq(hp_config_check_names(env, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "unknown variable HOOKPROF_BUFER in the environment (did you mean HOOKPROF_BUFFER?); ignored");
+	char *env2[] = { "HOOKPROF_OUTPT=", NULL };
+	ck_assert_int_eq(hp_config_check_names(env2, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "HOOKPROF_OUTPT in the environment (did you mean HOOKPROF_OUTPUT?)"));
+}
+END_TEST
+
+START_TEST(test_check_names_known)
+{
+	char *env[] = { "HOOKPROF_OUTPUT=x", "HOOKPROF_BUFFER=8M", "HOOKPROF_CLOCK=tsc", "HOOKPROF_MODE=",
+			"HOOKPROF_LIB=/x", "HOOKPROF_DEBUG_PATH=/y", "HOOKPROFX=1", "XHOOKPROF_Y=1", NULL };
+	strcpy(err, "untouched");
+	ck_assert_int_eq(hp_config_check_names(env, err, sizeof(err)), 0);
+	ck_assert_str_eq(err, "untouched");
+	ck_assert_int_eq(hp_config_check_names(NULL, err, sizeof(err)), 0);
+}
+END_TEST
+
+START_TEST(test_check_names_long)
+{
+	static char name[600];
+	memset(name, 'A', sizeof(name) - 1);
+	memcpy(name, "HOOKPROF_", 9);
+	char *env[] = { name, NULL };
+	ck_assert_int_eq(hp_config_check_names(env, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "unknown variable HOOKPROF_AAA"));
 }
 END_TEST
 
@@ -300,12 +360,17 @@ static Suite *config_suite(void)
 	tcase_add_test(core, test_read_buffer_too_small);
 	tcase_add_test(core, test_read_buffer_minimum);
 	tcase_add_test(core, test_read_clock_monotonic);
+	tcase_add_test(core, test_read_buffer_binary_units);
+	tcase_add_test(core, test_check_names_unknown);
+	tcase_add_test(core, test_check_names_known);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_test(limits, test_read_empty_values);
 	tcase_add_test(limits, test_read_bad_clock);
 	tcase_add_test(limits, test_read_buffer_not_a_size);
 	tcase_add_test(limits, test_read_buffer_capped);
+	tcase_add_test(limits, test_read_buffer_too_large_said_so);
+	tcase_add_test(limits, test_check_names_long);
 	tcase_add_test(limits, test_read_secure_execution_not_traced);
 	tcase_add_test(limits, test_read_case_sensitive_mode);
 	tcase_add_test(limits, test_read_several_errors);

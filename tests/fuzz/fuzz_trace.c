@@ -4,7 +4,8 @@
  * event decoder in pieces (hp_decode) and the flat profile, all through
  * hp_analyze, with and without --partial; then the same events again in
  * time order (hp_merge), which must hand out exactly as many, each of a
- * function the first pass knew. No symbol lookup.
+ * function the first pass knew; hp_summarize (info's reading) the same. No
+ * symbol lookup.
  *
  * The input becomes the contents of a memfd, read through /proc/self/fd:
  * the reader is exercised as hookprof uses it, on a file.
@@ -94,6 +95,18 @@ static void analyze(int flags)
 		fputs("", stderr);
 }
 
+/* info's reading: the records' headers, and a cut run's ticks. */
+static void summarize(int flags)
+{
+	struct hp_analysis a;
+	char err[1024];
+	if (hp_summarize(path, flags, NULL, NULL, &a, err, sizeof(err)) == 0) {
+		if (hp_analysis_duration_ns(&a) < 0 && a.events == 42)
+			fputs("", stderr);
+		hp_analysis_free(&a);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (fd < 0) {
@@ -106,5 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	analyze(0);
 	analyze(HP_ANALYZE_ALLOW_PARTIAL);
+	summarize(0);
+	summarize(HP_ANALYZE_ALLOW_PARTIAL);
 	return 0;
 }

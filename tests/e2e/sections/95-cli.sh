@@ -1,0 +1,189 @@
+# tests/e2e/sections/95-cli.sh - the command line as a new user finds it
+# (issue 6): each command's own help, `help COMMAND` and `version`; info
+# with no trace, with a directory; report with a directory; the duration of
+# a killed run; what a run that traces nothing, or cannot, says on stderr;
+# HOOKPROF_* settings that are wrong. (Sourced by tests/e2e/run.sh.)
+
+CLI=$T/cli
+mkdir -p "$CLI"
+
+# ---- help -------------------------------------------------------------------
+for cmd in record report info dump export; do
+	"$HP" "$cmd" --help >"$CLI/$cmd.help" 2>"$CLI/$cmd.herr"
+	rc=$?
+	check "$cmd --help: exit 0, its own usage line on stdout, nothing on stderr" \
+		"status $rc, $(brief "$CLI/$cmd.help") $(brief "$CLI/$cmd.herr")" \
+		[ $rc = 0 -a "$(head -n1 "$CLI/$cmd.help" | cut -d' ' -f1-3)" = "usage: hookprof $cmd" -a ! -s "$CLI/$cmd.herr" ]
+	"$HP" help "$cmd" >"$CLI/$cmd.help2" 2>&1
+	check "help $cmd: the same text as $cmd --help" "$(brief "$CLI/$cmd.help2")" \
+		cmp -s "$CLI/$cmd.help" "$CLI/$cmd.help2"
+done
+check "record --help names its options (--output, --dir, --mode, --buffer, --clock)" "$(brief "$CLI/record.help")" \
+	grep -q -- '--clock=' "$CLI/record.help"
+check "report --help names its options, not record's" "$(brief "$CLI/report.help")" \
+	sh -c "grep -q -- '--sort=' '$CLI/report.help' && ! grep -q -- '--clock=' '$CLI/report.help'"
+check "dump --help names --partial" "$(brief "$CLI/dump.help")" grep -q -- '--partial' "$CLI/dump.help"
+"$HP" info -h >"$CLI/info.h" 2>&1
+check "info -h: as info --help" "$(brief "$CLI/info.h")" cmp -s "$CLI/info.help" "$CLI/info.h"
+"$HP" --help >"$CLI/global.help" 2>&1
+missing=""
+for cmd in record report info dump export version help; do
+	grep -q "^  $cmd " "$CLI/global.help" || missing="$missing $cmd"
+done
+check "the global help lists every command briefly" "missing:$missing; $(brief "$CLI/global.help")" \
+	[ -z "$missing" -a "$(wc -l <"$CLI/global.help")" -le 30 ]
+check "help with no command: the global help" "" sh -c "'$HP' help | cmp -s - '$CLI/global.help'"
+"$HP" version >"$CLI/version" 2>&1
+rc=$?
+check "version: a command, as --version" "status $rc, $(brief "$CLI/version")" \
+	sh -c "[ $rc = 0 ] && '$HP' --version | cmp -s - '$CLI/version' && grep -q '^hookprof [0-9]' '$CLI/version'"
+"$HP" help nosuch >"$CLI/nosuch" 2>&1
+rc=$?
+check "help of no such command: exit 2, one line" "status $rc, $(brief "$CLI/nosuch")" \
+	[ $rc = 2 -a "$(wc -l <"$CLI/nosuch")" = 1 ]
+
+# ---- info and report: no trace, a directory ---------------------------------
+build cli_nested gcc "${IF[@]}" -O1 "$SRC/nested.c"
+build cli_plain gcc -g -O1 "$SRC/nested.c"
+# Linked as hookprof.pc links it: kept with --no-as-needed, or the linker
+# would drop a library the program never calls, and nothing could warn.
+build cli_plain_linked gcc -g -O1 "$SRC/nested.c" -Wl,--push-state,--no-as-needed "${LINK[@]}" -Wl,--pop-state
+build cli_progress gcc "${IF[@]}" -O1 "$SRC/progress.c"
+TD=$CLI/traces
+mkdir -p "$TD"
+(cd "$TD" && HOOKPROF_OUTPUT=$TD/one.hookprof LD_PRELOAD=$LIB "$B/cli_nested" >/dev/null 2>&1)
+sleep 0.05 # a newer modification time for the second
+(cd "$TD" && HOOKPROF_OUTPUT=$TD/two.hookprof LD_PRELOAD=$LIB "$B/cli_nested" >/dev/null 2>&1)
+(cd "$TD" && "$HP" info >"$CLI/info.newest" 2>"$CLI/info.newest.err")
+rc=$?
+check "info with no trace: the newest *.hookprof here" "status $rc, $(brief "$CLI/info.newest") $(brief "$CLI/info.newest.err")" \
+	[ $rc = 0 -a "$(grep '^trace:' "$CLI/info.newest")" = "trace:    two.hookprof" ]
+"$HP" info "$TD" >"$CLI/info.dir" 2>"$CLI/info.dir.err"
+rc=$?
+check "info DIR: each trace in it, one after the other" "status $rc, $(grep '^trace:' "$CLI/info.dir" | tr '\n' '|') $(brief "$CLI/info.dir.err")" \
+	[ $rc = 0 -a "$(grep -c '^trace:' "$CLI/info.dir")" = 2 -a "$(grep -c '^complete: *yes' "$CLI/info.dir")" = 2 ]
+if report "report DIR" "$TD"; then
+	expect_calls "report DIR (both traces)" cli_nested main=2 nest_a=6 nest_b=12 nest_c=60
+fi
+(cd "$CLI" && "$HP" info >"$CLI/info.none" 2>&1)
+rc=$?
+check "info with no trace and none here: exit 1, one line" "status $rc, $(brief "$CLI/info.none")" \
+	[ $rc = 1 -a "$(wc -l <"$CLI/info.none")" = 1 ]
+"$HP" info --bogus >"$CLI/info.bogus" 2>&1
+rc=$?
+check "info --bogus: a usage error (exit 2), not a file name" "status $rc, $(brief "$CLI/info.bogus")" \
+	[ $rc = 2 -a "$(wc -l <"$CLI/info.bogus")" = 1 ]
+
+# ---- what info says of the clock, the buffer, the times -----------------------
+info1=$CLI/info.one
+"$HP" info "$TD/one.hookprof" >"$info1" 2>&1
+check "info: the clock's resolution (its smallest step, in ticks and ns)" "$(grep '^clock:' "$info1")" \
+	grep -Eq '^clock: .*, resolution [0-9]+ ticks? = [0-9.]+ ns' "$info1"
+check "info: the buffer per thread (default 8 MiB)" "$(grep '^buffer:' "$info1")" \
+	grep -q '^buffer: *8 MiB per thread$' "$info1"
+check "info: times are wall-clock, summed over threads" "$(brief "$info1")" \
+	grep -q '^times: *wall-clock; .*summed over its threads' "$info1"
+check "info: the events counted without decoding (30+6+3+1 calls, 2 events each)" "$(grep '^events:' "$info1")" \
+	grep -q '^events: *80$' "$info1"
+
+# ---- a run killed: its duration is its last event ---------------------------
+KD=$CLI/killed
+mkdir -p "$KD"
+if [ -x "$B/cli_progress" ]; then
+	(cd "$KD" && HOOKPROF_OUTPUT=$KD/k.hookprof LD_PRELOAD=$LIB exec "$B/cli_progress" "$KD/said" >/dev/null 2>&1) &
+	pid=$!
+	# past the first CLOCK of the second (about 1 s): events after it
+	sleep 1.6
+	kill -KILL $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	"$HP" info "$KD/k.hookprof" >"$KD/info" 2>"$KD/info.err"
+	"$HP" dump --partial "$KD/k.hookprof" >"$KD/dump" 2>/dev/null
+	dur=$(awk '/^duration:/ { printf "%.0f", $2 * 1e9 }' "$KD/info")
+	last=$(awk '$3 == "enter" || $3 == "exit" { if ($2 > m) m = $2 } END { printf "%.0f", m }' "$KD/dump")
+	check "a killed run: info's duration reaches its last event (info $dur ns, dump's last $last ns)" \
+		"$(brief "$KD/info.err") $(grep -E '^(duration|complete):' "$KD/info" | tr '\n' '|')" \
+		[ -n "$dur" -a -n "$last" -a "${dur:-0}" -ge "${last:-1}" -a "${last:-0}" -gt 0 ]
+	check "a killed run: info says the duration ends at the last event" "$(grep '^duration:' "$KD/info")" \
+		grep -q '^duration: .*(to the last event: the run was cut short)' "$KD/info"
+else
+	nok "a killed run: info's duration" "cli_progress was not built"
+fi
+
+# ---- runs that trace nothing --------------------------------------------------
+# one_line FILE REGEX: FILE is exactly one line, matching.
+cli_one_line() { [ "$(wc -l <"$1")" = 1 ] && grep -Eq "$2" "$1"; }
+for how in preload record linked; do
+	case $how in
+	preload) bin=cli_plain ;;
+	record) bin=cli_plain ;;
+	linked) bin=cli_plain_linked ;;
+	esac
+	[ -x "$B/$bin" ] || { nok "no instrumented function ($how)" "$bin was not built"; continue; }
+	run "$how" "plain-$how" "$bin"
+	check "no instrumented function ($how): the program's status and output" \
+		"status $RC, $(brief "$DIR/out")" [ $RC = 0 -a "$(cat "$DIR/out")" = "nested done 1" ]
+	check "no instrumented function ($how): one line says so, naming the program" "$(brief "$DIR/err")" \
+		cli_one_line "$DIR/err" "^hookprof: no instrumented function ran in $bin \\(pid [0-9]+\\): no trace written \\(was it built with -finstrument-functions\\?\\)$"
+	check "no instrumented function ($how): no trace" "$(ls "$DIR")" [ ! -e "$TRACE" ]
+done
+
+# HOOKPROF_OUTPUT=out/ with no out: the directory is what is missing.
+OD=$CLI/outdir
+mkdir -p "$OD"
+(cd "$OD" && HOOKPROF_OUTPUT=out/ LD_PRELOAD=$LIB "$B/cli_nested" >"$OD/out" 2>"$OD/err")
+rc=$?
+check "HOOKPROF_OUTPUT=out/ with no out: the program's status and output" "status $rc, $(brief "$OD/out")" \
+	[ $rc = 0 -a "$(cat "$OD/out")" = "nested done 1" ]
+check "HOOKPROF_OUTPUT=out/ with no out: one line, the directory does not exist" "$(brief "$OD/err")" \
+	cli_one_line "$OD/err" "^hookprof: the directory 'out/' \\(HOOKPROF_OUTPUT\\) does not exist; this run is not traced$"
+
+# A directory the program cannot write: the runtime's line, and no guess.
+# As root, the run is nobody's (root writes anywhere), from copies it can read.
+RO=$(mktemp -d /tmp/hookprof-ro.XXXXXX) && chmod 755 "$RO" &&
+	cp "$HP" "$LIB" "$B/cli_nested" "$RO/" && mkdir -m 555 "$RO/ro"
+as_user=()
+if [ "$(id -u)" = 0 ]; then
+	as_user=(setpriv --reuid=nobody --regid="$(id -g nobody 2>/dev/null || echo 65534)" --clear-groups)
+fi
+if [ -x "$RO/cli_nested" ] && "${as_user[@]}" test -x "$RO/hookprof" && ! "${as_user[@]}" test -w "$RO/ro"; then
+	(cd "$RO/ro" && "${as_user[@]}" "$RO/hookprof" record "$RO/cli_nested" >"$RO/out" 2>"$RO/err")
+	rc=$?
+	check "record in a read-only directory: the program's status and output" "status $rc, $(brief "$RO/out")" \
+		[ $rc = 0 -a "$(cat "$RO/out")" = "nested done 1" ]
+	check "record in a read-only directory: one accurate line, no guess about the build" \
+		"$(brief "$RO/err")" \
+		cli_one_line "$RO/err" "^hookprof: cannot create trace file '$RO/ro/cli_nested-[0-9]+\\.hookprof': Permission denied; this run is not traced$"
+else
+	echo "# skip: record in a read-only directory: no user to run it as who cannot write there"
+fi
+rm -rf "$RO"
+
+# ---- HOOKPROF_* settings ---------------------------------------------------------
+# env_run NAME VAR=VALUE...: cli_nested preloaded with those settings.
+env_run() {
+	local name=$1
+	shift
+	EDIR=$CLI/env-$name
+	mkdir -p "$EDIR"
+	(cd "$EDIR" && env HOOKPROF_OUTPUT="$EDIR/t.hookprof" LD_PRELOAD="$LIB" "$@" "$B/cli_nested" >"$EDIR/out" 2>"$EDIR/err")
+	ERC=$?
+	"$HP" info "$EDIR/t.hookprof" >"$EDIR/info" 2>&1
+}
+env_run 1T HOOKPROF_BUFFER=1T
+check "HOOKPROF_BUFFER=1T: one line, more than 1G per thread, using 1G" "$(brief "$EDIR/err")" \
+	cli_one_line "$EDIR/err" "^hookprof: HOOKPROF_BUFFER='1T' is more than 1G per thread; using 1G$"
+check "HOOKPROF_BUFFER=1T: info shows the buffer used (1024 MiB)" "$(grep '^buffer:' "$EDIR/info")" \
+	grep -q '^buffer: *1024 MiB per thread$' "$EDIR/info"
+for size in 8MB 8MiB 512K; do
+	env_run "$size" HOOKPROF_BUFFER=$size
+	want=$([ $size = 512K ] && echo "512 KiB" || echo "8 MiB")
+	check "HOOKPROF_BUFFER=$size: taken without a word, info shows $want" \
+		"status $ERC, $(brief "$EDIR/err") $(grep '^buffer:' "$EDIR/info")" \
+		[ $ERC = 0 -a ! -s "$EDIR/err" -a "$(grep '^buffer:' "$EDIR/info")" = "buffer:   $want per thread" ]
+done
+env_run unknown HOOKPROF_BUFER=8M HOOKPROF_MODE=ring
+check "an unknown HOOKPROF_BUFER: the run traced, in ring mode" "status $ERC, $(grep '^mode:' "$EDIR/info")" \
+	[ $ERC = 0 -a "$(grep '^mode:' "$EDIR/info")" = "mode:     ring" ]
+check "an unknown HOOKPROF_BUFER: one warning naming it and HOOKPROF_BUFFER" "$(brief "$EDIR/err")" \
+	cli_one_line "$EDIR/err" \
+	"^hookprof: unknown variable HOOKPROF_BUFER in the environment \\(did you mean HOOKPROF_BUFFER\\?\\); ignored$"
