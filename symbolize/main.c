@@ -777,6 +777,10 @@ static int cmd_help(int argc, char **argv)
 		char *help_argv[] = { argv[1], "--help", NULL };
 		return hp_viewcmd_run(cmd, 2, help_argv);
 	}
+	if (!strcmp(cmd, "diff")) {
+		char *help_argv[] = { argv[1], "--help", NULL };
+		return hp_diff_run(2, help_argv);
+	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "version"))
 		return print_usage(stdout), 0;
 	return hp_cli_usage_error("unknown command '%s'", cmd);
