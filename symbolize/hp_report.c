@@ -67,7 +67,7 @@ int hp_rows_add_problem(struct hp_rows *rows, const char *why)
 
 int hp_rows_add(struct hp_rows *rows, const struct hp_analysis *a, char *err, size_t errlen)
 {
-	struct hp_symbols *sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, errlen);
+	struct hp_symbols *sym = hp_symbols_for_trace(a->path, a->info.modules, a->info.nmodules, err, errlen);
 	if (!sym)
 		return -1;
 	int rc = 0;

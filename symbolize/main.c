@@ -442,7 +442,7 @@ struct report_opts {
 
 static int report_crash(FILE *out, const struct hp_analysis *a, char *err, size_t errlen)
 {
-	struct hp_symbols *sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, errlen);
+	struct hp_symbols *sym = hp_symbols_for_trace(a->path, a->info.modules, a->info.nmodules, err, errlen);
 	if (!sym)
 		return -1;
 	print_crash(out, "# ", sym, a);
@@ -719,7 +719,7 @@ static int cmd_info(int argc, char **argv)
 		return hp_cli_print_error(err);
 	struct hp_symbols *sym = NULL;
 	if (has_stacks(&a.info) &&
-	    !(sym = hp_symbols_new(a.info.modules, a.info.nmodules, err, sizeof(err)))) {
+	    !(sym = hp_symbols_for_trace(a.path, a.info.modules, a.info.nmodules, err, sizeof(err)))) {
 		hp_analysis_free(&a);
 		return hp_cli_print_error(err);
 	}
@@ -769,7 +769,7 @@ static int dump_names(const char *path, int flags, struct dump_state *d)
 	char err[ERRLEN];
 	if (hp_analyze(path, flags, NULL, NULL, &a, err, sizeof(err)))
 		return hp_cli_print_error(err);
-	struct hp_symbols *sym = hp_symbols_new(a.info.modules, a.info.nmodules, err, sizeof(err));
+	struct hp_symbols *sym = hp_symbols_for_trace(a.path, a.info.modules, a.info.nmodules, err, sizeof(err));
 	int rc = sym ? hp_rows_of_functions(&d->names, &a, sym) : -1;
 	if (rc && sym)
 		snprintf(err, sizeof(err), "out of memory");
