@@ -368,25 +368,37 @@ static int report_modules(struct hp_symbols *s, const struct hp_module *modules)
  * a scratch session, away from the real address space; the file found is
  * then reported there at the recorded load bias.
  */
-static int find_file_by_build_id(struct hp_symbols *s, const struct sym_module *m, char **path)
+static int find_by_build_id(const Dwfl_Callbacks *callbacks, const char *name, const uint8_t *id,
+			    size_t len, int debug_first, char **path)
 {
-	Dwfl *scratch = dwfl_begin(&s->callbacks);
+	Dwfl *scratch = dwfl_begin(callbacks);
 	if (!scratch)
 		return -1;
 	int fd = -1;
 	dwfl_report_begin(scratch);
-	Dwfl_Module *mod = dwfl_report_module(scratch, m->name, 0, 1);
-	if (mod && dwfl_module_report_build_id(mod, m->build_id, m->build_id_len, 0) == 0 &&
+	Dwfl_Module *mod = dwfl_report_module(scratch, name, 0, 1);
+	if (mod && dwfl_module_report_build_id(mod, id, len, 0) == 0 &&
 	    dwfl_report_end(scratch, NULL, NULL) == 0) {
 		void *userdata = NULL;
 		Elf *elf = NULL;
-		fd = dwfl_build_id_find_elf(mod, &userdata, m->name, 0, path, &elf);
-		elf_end(elf); /* report_file opens its own */
-		if (fd < 0)
-			fd = dwfl_build_id_find_debuginfo(mod, &userdata, m->name, 0, NULL, NULL, 0, path);
+		for (int pass = 0; pass < 2 && fd < 0; pass++) {
+			if (pass == debug_first) { /* the file itself */
+				fd = dwfl_build_id_find_elf(mod, &userdata, name, 0, path, &elf);
+				elf_end(elf); /* the caller opens its own */
+				elf = NULL;
+			} else {
+				fd = dwfl_build_id_find_debuginfo(mod, &userdata, name, 0, NULL, NULL, 0,
+								  path);
+			}
+		}
 	}
 	dwfl_end(scratch);
 	return fd;
+}
+
+static int find_file_by_build_id(struct hp_symbols *s, const struct sym_module *m, char **path)
+{
+	return find_by_build_id(&s->callbacks, m->name, m->build_id, m->build_id_len, 0, path);
 }
 
 /* debuginfod hands over a descriptor without a name; libdwfl wants one. */
@@ -399,6 +411,27 @@ static char *descriptor_path(int fd)
 		return NULL;
 	buf[n] = 0;
 	return strdup(buf);
+}
+
+char *hp_symbols_find_build_id(const uint8_t *id, size_t len, const char *debug_path)
+{
+	char *dirs = debug_path ? strdup(debug_path) : NULL;
+	if (debug_path && !dirs)
+		return NULL;
+	Dwfl_Callbacks callbacks = {
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &dirs,
+	};
+	char *path = NULL;
+	int fd = find_by_build_id(&callbacks, "module", id, len, 1, &path);
+	if (fd >= 0 && !path)
+		path = descriptor_path(fd);
+	if (fd >= 0)
+		close(fd);
+	free(dirs);
+	return path;
 }
 
 /* Once per module, when its first address is named: what is found is added

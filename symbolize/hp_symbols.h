@@ -69,6 +69,10 @@ const char *hp_symbols_user_debug_path(void);
  */
 struct hp_symbols *hp_symbols_for_trace(const char *trace, const struct hp_module *modules,
 					size_t n, char *err, size_t errlen);
+/* The path of a file with that build-id in debug_path's directories (NULL:
+ * libdwfl's default), or from debuginfod: its separate debug file first,
+ * which has the symbols, then the file itself. malloc'd; NULL if none. */
+char *hp_symbols_find_build_id(const uint8_t *id, size_t len, const char *debug_path);
 /* Fills out; the strings live as long as the hp_symbols. Never fails: an
  * unknown address gets "0x1234" with module "?". */
 void hp_symbols_lookup(struct hp_symbols *s, uint64_t addr, struct hp_symbol *out);

@@ -1,5 +1,5 @@
 /*
- * main.c - the hookprof command: record, report, info, dump.
+ * main.c - the hookprof command: record, report, info, dump, pack.
  * The only place that prints errors; the modules return them.
  */
 #define _GNU_SOURCE
@@ -21,6 +21,7 @@
 #include "hp_cli.h"
 #include "hp_config.h"
 #include "hp_format.h"
+#include "hp_pack.h"
 #include "hp_procs.h"
 #include "hp_report.h"
 #include "hp_symbols.h"
@@ -46,6 +47,7 @@ static const char usage_text[] =
 	"      --buffer=SIZE         per-thread buffer, e.g. 512K, 8M (default 8M; rounded down\n"
 	"                            to a power of two; at most 1G)\n"
 	"      --clock=tsc|monotonic timestamp source (default tsc, when invariant)\n"
+	"      --keep-symbols        pack each trace written (see pack) once the program exits\n"
 	"  report [options] [TRACE|DIR...]\n"
 	"      flat profile: calls, total (inclusive), self, avg, min and max per call;\n"
 	"      several traces are merged; a DIR stands for every trace in it (a process\n"
@@ -98,6 +100,7 @@ struct record_opts {
 	const char *mode;
 	const char *buffer;
 	const char *clock;
+	int keep_symbols;
 };
 
 static int set_record_env(const struct record_opts *o, const char *lib, const char *output)
@@ -176,9 +179,77 @@ static void print_written(const struct destination *d, const char *name)
 		fprintf(stderr, "hookprof: trace written to %s%s%s\n", d->shown, sep, name);
 }
 
+/* ---- pack ----------------------------------------------------------- */
+
+static void print_pack(FILE *out, const char *trace, const struct hp_pack *p, int verbose)
+{
+	size_t stored = 0, unused = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct hp_pack_module *m = &p->mod[i];
+		stored += m->status == HP_PACK_STORED;
+		unused += m->status == HP_PACK_UNUSED;
+		if ((verbose && m->status != HP_PACK_UNUSED) || m->status == HP_PACK_REBUILT ||
+		    m->status == HP_PACK_MISSING)
+			fprintf(out, "hookprof: %s: %s%s%s\n", *m->path ? m->path : "(no path)",
+				hp_pack_describe(m), m->source && verbose ? " " : "",
+				m->source && verbose ? m->source : "");
+	}
+	fprintf(out, "hookprof: symbols of %s kept in %s (%zu module%s, %.1f KiB", trace, p->dir,
+		stored, stored == 1 ? "" : "s", (double)p->bytes / 1024);
+	if (unused)
+		fprintf(out, "; %zu more in its map not named by it, --all-modules packs them", unused);
+	fputs(")\n", out);
+}
+
+static int pack_one(const char *trace, const char *dir, int flags, int verbose)
+{
+	struct hp_pack p;
+	char err[ERRLEN];
+	if (hp_pack_trace(trace, dir, flags, &p, err, sizeof(err)))
+		return hp_cli_print_error(err);
+	print_pack(stderr, trace, &p, verbose);
+	hp_pack_free(&p);
+	return 0;
+}
+
+static int cmd_pack(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' }, { "all-modules", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
+	};
+	const char *dir = NULL;
+	int flags = 0, c;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': dir = optarg; break;
+		case 'a': flags |= HP_PACK_ALL_MODULES; break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		default: return hp_cli_usage_error("%s", "bad option for pack");
+		}
+	}
+	if (optind >= argc)
+		return hp_cli_usage_error("%s", "pack needs a trace");
+	if (dir && argc - optind > 1)
+		return hp_cli_usage_error("%s", "pack -o DIR takes one trace");
+	int rc = 0;
+	for (int i = optind; i < argc; i++)
+		rc |= pack_one(argv[i], dir, flags, 1);
+	return rc;
+}
+
+/* record --keep-symbols: after the run, while the files are still the traced
+ * ones. name is in d->dir. */
+static void keep_symbols(const struct destination *d, const char *name)
+{
+	char path[PATH_MAX * 2];
+	snprintf(path, sizeof(path), "%s/%s", d->dir, name);
+	pack_one(path, NULL, 0, 0);
+}
+
 /* Names every trace the run wrote: the root's first. */
 static void report_written(const struct destination *d, const struct hp_cli_names *before, pid_t pid,
-			   const char *prog)
+			   const char *prog, int keep)
 {
 	struct hp_cli_names after;
 	char root[PATH_MAX];
@@ -191,6 +262,8 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 	if (hp_cli_list_traces(d->dir, &after) == 0) {
 		if (!d->shown && access(d->output, F_OK) == 0) {
 			fprintf(stderr, "hookprof: trace written to %s\n", d->output);
+			if (keep)
+				pack_one(d->output, NULL, 0, 0);
 			found++;
 		}
 		for (int pass = 0; pass < 2; pass++)
@@ -201,6 +274,8 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 				if (hp_cli_listed(before, n) || (is_root != (pass == 0)) || (is_root && !d->shown))
 					continue;
 				print_written(d, n);
+				if (keep)
+					keep_symbols(d, n);
 				found++;
 			}
 	}
@@ -246,7 +321,7 @@ static int run_recorded(const struct record_opts *o, const char *lib, char **arg
 		fprintf(stderr, "hookprof: cannot run '%s': %s\n", argv[0], strerror(exec_errno));
 		return 127;
 	}
-	report_written(&d, &before, pid, argv[0]);
+	report_written(&d, &before, pid, argv[0], o->keep_symbols);
 	hp_cli_names_free(&before);
 	return status;
 }
@@ -257,6 +332,7 @@ static int cmd_record(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' }, { "mode", required_argument, NULL, 'm' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "buffer", required_argument, NULL, 'b' }, { "clock", required_argument, NULL, 'c' },
+		{ "keep-symbols", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { 0 };
@@ -268,6 +344,7 @@ static int cmd_record(int argc, char **argv)
 		case 'm': o.mode = optarg; break;
 		case 'b': o.buffer = optarg; break;
 		case 'c': o.clock = optarg; break;
+		case 'k': o.keep_symbols = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: return hp_cli_usage_error("%s", "bad option for record");
 		}
@@ -833,6 +910,8 @@ int main(int argc, char **argv)
 		return cmd_info(argc - 1, argv + 1);
 	if (!strcmp(cmd, "dump"))
 		return cmd_dump(argc - 1, argv + 1);
+	if (!strcmp(cmd, "pack"))
+		return cmd_pack(argc - 1, argv + 1);
 	const struct hp_view_ops *view = hp_view_find(cmd);
 	if (!strcmp(cmd, "export") || (view && !(view->flags & HP_VIEW_EXPORT)))
 		return hp_viewcmd_run(cmd, argc - 1, argv + 1);
