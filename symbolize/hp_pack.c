@@ -330,6 +330,8 @@ static int pack_module(const char *dir, const struct hp_module *tm, struct hp_pa
 	if (!(m->stored = stored_name(m)))
 		return snprintf(err, errlen, "out of memory"), -1;
 	m->bytes = file_size(m->source);
+	if (!m->build_id[0] && m->kind == HP_PACK_DEBUG)
+		m->bytes += file_size(m->path); /* both are stored */
 	return store_module(dir, m, err, errlen);
 }
 

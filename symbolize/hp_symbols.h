@@ -11,7 +11,8 @@
  * debuginfod if DEBUGINFOD_URLS is set), and failing that its separate debug
  * file ".build-id/xx/yyyy.debug" stands in for it. Separate debug files of
  * the files used are found by build-id or .gnu_debuglink in the same
- * directories.
+ * directories. A trace's pack (hookprof pack) is the first of them, for
+ * the readers that go through hp_symbols_for_trace.
  */
 #ifndef HP_SYMBOLS_H
 #define HP_SYMBOLS_H
