@@ -485,7 +485,7 @@ static int begin_trace(struct hp_drive *d, const struct hp_analysis *a)
 		snprintf(d->err, d->errlen, "no clock calibration in the trace (the run ended before it could be written)");
 		return -1;
 	}
-	if (!(d->sym = hp_symbols_new(a->info.modules, a->info.nmodules, d->err, d->errlen)))
+	if (!(d->sym = hp_symbols_for_trace(a->path, a->info.modules, a->info.nmodules, d->err, d->errlen)))
 		return -1;
 	d->began = 1;
 	if (d->v->ops->trace && d->v->ops->trace(d->v, a, d->err, d->errlen))

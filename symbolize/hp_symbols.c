@@ -72,6 +72,7 @@ struct hp_symbols {
 	/* Both live as long as the session: libdwfl keeps pointers to them. */
 	Dwfl_Callbacks callbacks;
 	char *debug_path; /* libdwfl's debuginfo_path; NULL: its default */
+	char *pack_dir;   /* the trace's pack (hp_pack.h), absolute; NULL: none */
 	struct sym_module *mods;
 	size_t nmods;
 	struct cache_slot *slots;
@@ -307,6 +308,23 @@ static void report_file(struct hp_symbols *s, struct sym_module *m, const char *
 		close(fd);
 }
 
+/*
+ * A module without a build-id cannot be told from a rebuilt file at its
+ * path; the copy that hookprof pack took, nearest the run, is the better
+ * guess. Only absolute paths are stored in a pack.
+ */
+static char *packed_by_path(const struct hp_symbols *s, const char *path)
+{
+	if (!s->pack_dir || path[0] != '/')
+		return NULL;
+	char *packed = format_string("%s/" HP_SYMBOLS_PACK_BY_PATH "%s", s->pack_dir, path);
+	if (packed && !is_regular_file(packed)) {
+		free(packed);
+		packed = NULL;
+	}
+	return packed;
+}
+
 /* Only out of memory fails. */
 static int report_modules(struct hp_symbols *s, const struct hp_module *modules)
 {
@@ -316,8 +334,12 @@ static int report_modules(struct hp_symbols *s, const struct hp_module *modules)
 		if (m->same_as != i || m->session == NO_SESSION)
 			continue;
 		if (!m->build_id_len) {
-			if (*path && is_regular_file(path))
+			char *packed = packed_by_path(s, path);
+			if (packed)
+				report_file(s, m, packed, -1);
+			else if (*path && is_regular_file(path))
 				report_file(s, m, path, -1);
+			free(packed);
 			continue;
 		}
 		int exists = 0, fd = -1;
@@ -346,25 +368,37 @@ static int report_modules(struct hp_symbols *s, const struct hp_module *modules)
  * a scratch session, away from the real address space; the file found is
  * then reported there at the recorded load bias.
  */
-static int find_file_by_build_id(struct hp_symbols *s, const struct sym_module *m, char **path)
+static int find_by_build_id(const Dwfl_Callbacks *callbacks, const char *name, const uint8_t *id,
+			    size_t len, int debug_first, char **path)
 {
-	Dwfl *scratch = dwfl_begin(&s->callbacks);
+	Dwfl *scratch = dwfl_begin(callbacks);
 	if (!scratch)
 		return -1;
 	int fd = -1;
 	dwfl_report_begin(scratch);
-	Dwfl_Module *mod = dwfl_report_module(scratch, m->name, 0, 1);
-	if (mod && dwfl_module_report_build_id(mod, m->build_id, m->build_id_len, 0) == 0 &&
+	Dwfl_Module *mod = dwfl_report_module(scratch, name, 0, 1);
+	if (mod && dwfl_module_report_build_id(mod, id, len, 0) == 0 &&
 	    dwfl_report_end(scratch, NULL, NULL) == 0) {
 		void *userdata = NULL;
 		Elf *elf = NULL;
-		fd = dwfl_build_id_find_elf(mod, &userdata, m->name, 0, path, &elf);
-		elf_end(elf); /* report_file opens its own */
-		if (fd < 0)
-			fd = dwfl_build_id_find_debuginfo(mod, &userdata, m->name, 0, NULL, NULL, 0, path);
+		for (int pass = 0; pass < 2 && fd < 0; pass++) {
+			if (pass == debug_first) { /* the file itself */
+				fd = dwfl_build_id_find_elf(mod, &userdata, name, 0, path, &elf);
+				elf_end(elf); /* the caller opens its own */
+				elf = NULL;
+			} else {
+				fd = dwfl_build_id_find_debuginfo(mod, &userdata, name, 0, NULL, NULL, 0,
+								  path);
+			}
+		}
 	}
 	dwfl_end(scratch);
 	return fd;
+}
+
+static int find_file_by_build_id(struct hp_symbols *s, const struct sym_module *m, char **path)
+{
+	return find_by_build_id(&s->callbacks, m->name, m->build_id, m->build_id_len, 0, path);
 }
 
 /* debuginfod hands over a descriptor without a name; libdwfl wants one. */
@@ -377,6 +411,27 @@ static char *descriptor_path(int fd)
 		return NULL;
 	buf[n] = 0;
 	return strdup(buf);
+}
+
+char *hp_symbols_find_build_id(const uint8_t *id, size_t len, const char *debug_path)
+{
+	char *dirs = debug_path ? strdup(debug_path) : NULL;
+	if (debug_path && !dirs)
+		return NULL;
+	Dwfl_Callbacks callbacks = {
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &dirs,
+	};
+	char *path = NULL;
+	int fd = find_by_build_id(&callbacks, "module", id, len, 1, &path);
+	if (fd >= 0 && !path)
+		path = descriptor_path(fd);
+	if (fd >= 0)
+		close(fd);
+	free(dirs);
+	return path;
 }
 
 /* Once per module, when its first address is named: what is found is added
@@ -399,11 +454,54 @@ static void locate_by_build_id(struct hp_symbols *s, struct sym_module *m)
 	m->not_found = !m->dwfl_mod;
 }
 
+const char *hp_symbols_user_debug_path(void)
+{
+	const char *env = getenv("HOOKPROF_DEBUG_PATH");
+	return env && *env ? env : NULL;
+}
+
 struct hp_symbols *hp_symbols_new(const struct hp_module *modules, size_t n,
 				  char *err, size_t errlen)
 {
-	const char *env = getenv("HOOKPROF_DEBUG_PATH");
-	return hp_symbols_new_debug_path(modules, n, env && *env ? env : NULL, err, errlen);
+	return hp_symbols_new_debug_path(modules, n, hp_symbols_user_debug_path(), err, errlen);
+}
+
+static struct hp_symbols *new_symbols(const struct hp_module *modules, size_t n,
+				      const char *debug_path, const char *pack_dir, char *err,
+				      size_t errlen);
+
+char *hp_symbols_pack_dir(const char *trace)
+{
+	return format_string("%s" HP_SYMBOLS_PACK_SUFFIX, trace);
+}
+
+/*
+ * The pack's directory goes first in libdwfl's path: its files are the
+ * traced ones by build-id, wherever the user's directories point. libdwfl
+ * looks for files by build-id only under absolute directories, and a colon
+ * would split the name, so such a pack is used for its by-path files only.
+ */
+struct hp_symbols *hp_symbols_for_trace(const char *trace, const struct hp_module *modules,
+					size_t n, char *err, size_t errlen)
+{
+	char *dir = trace ? hp_symbols_pack_dir(trace) : NULL;
+	struct stat st;
+	char *abs = dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? realpath(dir, NULL) : NULL;
+	free(dir);
+	if (!abs)
+		return hp_symbols_new(modules, n, err, errlen);
+	const char *user = hp_symbols_user_debug_path();
+	char *path = NULL;
+	int usable = !strchr(abs, ':');
+	if (usable && !(path = format_string("%s:%s", abs, user ? user : HP_SYMBOLS_DEFAULT_DEBUG_PATH))) {
+		free(abs);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	struct hp_symbols *s = new_symbols(modules, n, usable ? path : user, abs, err, errlen);
+	free(path);
+	free(abs);
+	return s;
 }
 
 static int begin_sessions(struct hp_symbols *s, char *err, size_t errlen)
@@ -431,8 +529,16 @@ static int end_sessions(struct hp_symbols *s, char *err, size_t errlen)
 struct hp_symbols *hp_symbols_new_debug_path(const struct hp_module *modules, size_t n,
 					     const char *debug_path, char *err, size_t errlen)
 {
+	return new_symbols(modules, n, debug_path, NULL, err, errlen);
+}
+
+static struct hp_symbols *new_symbols(const struct hp_module *modules, size_t n,
+				      const char *debug_path, const char *pack_dir, char *err,
+				      size_t errlen)
+{
 	struct hp_symbols *s = calloc(1, sizeof(*s));
-	if (!s || (debug_path && !(s->debug_path = strdup(debug_path))))
+	if (!s || (debug_path && !(s->debug_path = strdup(debug_path))) ||
+	    (pack_dir && !(s->pack_dir = strdup(pack_dir))))
 		goto nomem;
 	s->callbacks = (Dwfl_Callbacks){
 		.find_elf = dwfl_build_id_find_elf,
@@ -500,6 +606,7 @@ void hp_symbols_free(struct hp_symbols *s)
 		if (s->dwfl[k])
 			dwfl_end(s->dwfl[k]);
 	free(s->debug_path);
+	free(s->pack_dir);
 	free(s);
 }
 

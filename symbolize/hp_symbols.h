@@ -11,7 +11,8 @@
  * debuginfod if DEBUGINFOD_URLS is set), and failing that its separate debug
  * file ".build-id/xx/yyyy.debug" stands in for it. Separate debug files of
  * the files used are found by build-id or .gnu_debuglink in the same
- * directories.
+ * directories. A trace's pack (hookprof pack) is the first of them, for
+ * the readers that go through hp_symbols_for_trace.
  */
 #ifndef HP_SYMBOLS_H
 #define HP_SYMBOLS_H
@@ -46,6 +47,33 @@ struct hp_symbols *hp_symbols_new(const struct hp_module *modules, size_t n,
  * ":.debug:/usr/lib/debug". */
 struct hp_symbols *hp_symbols_new_debug_path(const struct hp_module *modules, size_t n,
 					     const char *debug_path, char *err, size_t errlen);
+/*
+ * The pack of a trace (hookprof pack, hp_pack.h): the directory TRACE.symbols
+ * beside it holds the traced files by build-id, as libdwfl looks for them
+ * (.build-id/xx/yyyy.debug), and those without a build-id under by-path/
+ * at their recorded absolute path.
+ */
+#define HP_SYMBOLS_PACK_SUFFIX ".symbols"
+#define HP_SYMBOLS_PACK_BY_PATH "by-path"
+/* libdwfl's own default debuginfo_path. */
+#define HP_SYMBOLS_DEFAULT_DEBUG_PATH ":.debug:/usr/lib/debug"
+/* TRACE.symbols, malloc'd; NULL if out of memory. */
+char *hp_symbols_pack_dir(const char *trace);
+/* HOOKPROF_DEBUG_PATH when set and not empty, else NULL. */
+const char *hp_symbols_user_debug_path(void);
+/*
+ * What every reader of a trace uses: hp_symbols_new, except that when the
+ * trace's pack exists its files come first, before HOOKPROF_DEBUG_PATH's
+ * directories or libdwfl's default ones, and a module without a build-id
+ * is read from its packed copy rather than from the file now at its path.
+ * trace NULL: no pack.
+ */
+struct hp_symbols *hp_symbols_for_trace(const char *trace, const struct hp_module *modules,
+					size_t n, char *err, size_t errlen);
+/* The path of a file with that build-id in debug_path's directories (NULL:
+ * libdwfl's default), or from debuginfod: its separate debug file first,
+ * which has the symbols, then the file itself. malloc'd; NULL if none. */
+char *hp_symbols_find_build_id(const uint8_t *id, size_t len, const char *debug_path);
 /* Fills out; the strings live as long as the hp_symbols. Never fails: an
  * unknown address gets "0x1234" with module "?". */
 void hp_symbols_lookup(struct hp_symbols *s, uint64_t addr, struct hp_symbol *out);

@@ -91,7 +91,7 @@ static void print_header(FILE *out, const struct hp_analysis *a)
 
 static int print_crash(FILE *out, const struct hp_analysis *a, char *err, size_t errlen)
 {
-	struct hp_symbols *sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, errlen);
+	struct hp_symbols *sym = hp_symbols_for_trace(a->path, a->info.modules, a->info.nmodules, err, errlen);
 	if (!sym)
 		return -1;
 	hp_cli_print_crash(out, "# ", sym, a);

@@ -1,5 +1,5 @@
 /*
- * main.c - the hookprof command: record, report, info, dump.
+ * main.c - the hookprof command: record, report, info, dump, pack.
  * The only place that prints errors; the modules return them.
  */
 #define _GNU_SOURCE
@@ -24,6 +24,7 @@
 #include "hp_diff.h"
 #include "hp_drive.h"
 #include "hp_format.h"
+#include "hp_pack.h"
 #include "hp_procs.h"
 #include "hp_progress.h"
 #include "hp_report.h"
@@ -46,7 +47,8 @@ static const char usage_head[] =
 	"  report    flat profile: calls, total, self, avg, min, max per function\n"
 	"  info      what a trace holds: program, clock, threads, modules, losses, crash\n"
 	"  dump      every event, threads merged by time: thread, time, enter or exit, function\n"
-	"  diff      per function the change of calls, self and total time between two runs\n";
+	"  diff      per function the change of calls, self and total time between two runs\n"
+	"  pack      keep beside a trace the symbols it needs, to read it after a rebuild\n";
 static const char usage_tail[] =
 	"  export    write traces for another viewer (--format=...)\n"
 	"  version   the version (also --version)\n"
@@ -75,6 +77,7 @@ static const char record_help[] =
 	"                        are powers of 1024 with or without iB/B; default 8M; rounded\n"
 	"                        down to a power of two)\n"
 	"  --clock=tsc|monotonic timestamp source (default tsc, when invariant)\n"
+	"  --keep-symbols        pack each trace written (hookprof help pack) once the program exits\n"
 	"  -h, --help            this text\n"
 	"environment of a traced program (what record sets): HOOKPROF_OUTPUT (file, %p = pid,\n"
 	"%n = program, or an existing directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK.\n";
@@ -121,6 +124,16 @@ static const char dump_help[] =
 	"  --partial             read a trace with no end record, or one cut short\n"
 	"  -h, --help            this text\n";
 
+static const char pack_help[] =
+	"usage: hookprof pack [options] TRACE...\n"
+	"  stores beside each trace, in TRACE.symbols/, the symbol tables and line info of\n"
+	"  the modules it names (the files, or their separate debug files, by build-id), so\n"
+	"  that it still reads after a rebuild or on another machine; every command uses it\n"
+	"  -o, --output=DIR      the pack's directory (one TRACE only; not found by itself:\n"
+	"                        read with HOOKPROF_DEBUG_PATH=DIR)\n"
+	"  --all-modules         every module of the trace's map, not only those it names\n"
+	"  -h, --help            this text\n";
+
 /* "--help" or "-h" among a command's arguments, before any "--". */
 static int asks_help(int argc, char **argv)
 {
@@ -160,6 +173,7 @@ struct record_opts {
 	const char *mode;
 	const char *buffer;
 	const char *clock;
+	int keep_symbols;
 };
 
 static int set_record_env(const struct record_opts *o, const char *lib, const char *output)
@@ -238,10 +252,79 @@ static void print_written(const struct destination *d, const char *name)
 		fprintf(stderr, "hookprof: trace written to %s%s%s\n", d->shown, sep, name);
 }
 
+/* ---- pack ----------------------------------------------------------- */
+
+static void print_pack(FILE *out, const char *trace, const struct hp_pack *p, int verbose)
+{
+	size_t stored = 0, unused = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct hp_pack_module *m = &p->mod[i];
+		stored += m->status == HP_PACK_STORED;
+		unused += m->status == HP_PACK_UNUSED;
+		if ((verbose && m->status != HP_PACK_UNUSED) || m->status == HP_PACK_REBUILT ||
+		    m->status == HP_PACK_MISSING)
+			fprintf(out, "hookprof: %s: %s%s%s\n", *m->path ? m->path : "(no path)",
+				hp_pack_describe(m), m->source && verbose ? " " : "",
+				m->source && verbose ? m->source : "");
+	}
+	fprintf(out, "hookprof: symbols of %s kept in %s (%zu module%s, %.1f KiB", trace, p->dir,
+		stored, stored == 1 ? "" : "s", (double)p->bytes / 1024);
+	if (unused)
+		fprintf(out, "; %zu more in its map not named by it, --all-modules packs them", unused);
+	fputs(")\n", out);
+}
+
+static int pack_one(const char *trace, const char *dir, int flags, int verbose)
+{
+	struct hp_pack p;
+	char err[ERRLEN];
+	if (hp_pack_trace(trace, dir, flags, &p, err, sizeof(err)))
+		return hp_cli_print_error(err);
+	print_pack(stderr, trace, &p, verbose);
+	hp_pack_free(&p);
+	return 0;
+}
+
+static int cmd_pack(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' }, { "all-modules", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
+	};
+	const char *dir = NULL;
+	int flags = 0, c;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': dir = optarg; break;
+		case 'a': flags |= HP_PACK_ALL_MODULES; break;
+		case 'h': fputs(pack_help, stdout); return 0;
+		default: return hp_cli_usage_error("%s", "bad option for pack");
+		}
+	}
+	if (optind >= argc)
+		return hp_cli_usage_error("%s", "pack needs a trace");
+	if (dir && argc - optind > 1)
+		return hp_cli_usage_error("%s", "pack -o DIR takes one trace");
+	int rc = 0;
+	for (int i = optind; i < argc; i++)
+		rc |= pack_one(argv[i], dir, flags, 1);
+	return rc;
+}
+
+/* record --keep-symbols: after the run, while the files are still the traced
+ * ones. name is in d->dir. */
+static void keep_symbols(const struct destination *d, const char *name)
+{
+	char path[PATH_MAX * 2];
+	snprintf(path, sizeof(path), "%s/%s", d->dir, name);
+	pack_one(path, NULL, 0, 0);
+}
+
 /* Names every trace the run wrote: the root's first. None: the runtime
  * said why, in one line (no instrumented function ran, the file could not
  * be made, ...); a guess here would be a second, and often a wrong one. */
-static void report_written(const struct destination *d, const struct hp_cli_names *before, pid_t pid)
+static void report_written(const struct destination *d, const struct hp_cli_names *before, pid_t pid,
+			   int keep)
 {
 	struct hp_cli_names after;
 	char root[PATH_MAX];
@@ -251,8 +334,11 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 	else
 		snprintf(root, sizeof(root), "-%d.hookprof", (int)pid);
 	if (hp_cli_list_traces(d->dir, &after) == 0) {
-		if (!d->shown && access(d->output, F_OK) == 0)
+		if (!d->shown && access(d->output, F_OK) == 0) {
 			fprintf(stderr, "hookprof: trace written to %s\n", d->output);
+			if (keep)
+				pack_one(d->output, NULL, 0, 0);
+		}
 		for (int pass = 0; pass < 2; pass++)
 			for (size_t i = 0; i < after.n; i++) {
 				const char *n = after.v[i];
@@ -261,6 +347,8 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 				if (hp_cli_listed(before, n) || (is_root != (pass == 0)) || (is_root && !d->shown))
 					continue;
 				print_written(d, n);
+				if (keep)
+					keep_symbols(d, n);
 			}
 	}
 	hp_cli_names_free(&after);
@@ -302,7 +390,7 @@ static int run_recorded(const struct record_opts *o, const char *lib, char **arg
 		fprintf(stderr, "hookprof: cannot run '%s': %s\n", argv[0], strerror(exec_errno));
 		return 127;
 	}
-	report_written(&d, &before, pid);
+	report_written(&d, &before, pid, o->keep_symbols);
 	hp_cli_names_free(&before);
 	return status;
 }
@@ -313,6 +401,7 @@ static int cmd_record(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' }, { "mode", required_argument, NULL, 'm' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "buffer", required_argument, NULL, 'b' }, { "clock", required_argument, NULL, 'c' },
+		{ "keep-symbols", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { 0 };
@@ -324,6 +413,7 @@ static int cmd_record(int argc, char **argv)
 		case 'm': o.mode = optarg; break;
 		case 'b': o.buffer = optarg; break;
 		case 'c': o.clock = optarg; break;
+		case 'k': o.keep_symbols = 1; break;
 		case 'h': fputs(record_help, stdout); return 0;
 		default: return hp_cli_usage_error("%s", "bad option for record");
 		}
@@ -619,7 +709,7 @@ static int info_of(const char *path)
 		return hp_cli_print_error(err);
 	struct hp_symbols *sym = NULL;
 	if (has_stacks(&a.info) &&
-	    !(sym = hp_symbols_new(a.info.modules, a.info.nmodules, err, sizeof(err)))) {
+	    !(sym = hp_symbols_for_trace(a.path, a.info.modules, a.info.nmodules, err, sizeof(err)))) {
 		hp_analysis_free(&a);
 		return hp_cli_print_error(err);
 	}
@@ -683,7 +773,7 @@ static int dump_event(void *arg, uint32_t stream, const struct hp_ev *ev, const 
  * pass, which merges the threads by time (hp_merge.h). */
 static int dump_names(struct dump_state *d, const struct hp_analysis *a, char *err, size_t errlen)
 {
-	struct hp_symbols *sym = hp_symbols_new(a->info.modules, a->info.nmodules, err, errlen);
+	struct hp_symbols *sym = hp_symbols_for_trace(a->path, a->info.modules, a->info.nmodules, err, errlen);
 	if (!sym)
 		return -1;
 	int rc = hp_rows_of_functions(&d->names, a, sym);
@@ -768,7 +858,8 @@ static int cmd_help(int argc, char **argv)
 		const char *name;
 		const char *text;
 	} own[] = { { "record", record_help }, { "report", report_help },
-		    { "info", info_help },     { "dump", dump_help } };
+		    { "info", info_help },     { "dump", dump_help },
+		    { "pack", pack_help } };
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (!strcmp(cmd, own[i].name))
 			return fputs(own[i].text, stdout), 0;
@@ -805,6 +896,8 @@ int main(int argc, char **argv)
 		return hp_diff_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "dump"))
 		return cmd_dump(argc - 1, argv + 1);
+	if (!strcmp(cmd, "pack"))
+		return cmd_pack(argc - 1, argv + 1);
 	const struct hp_view_ops *view = hp_view_find(cmd);
 	if (!strcmp(cmd, "export") || (view && !(view->flags & HP_VIEW_EXPORT)))
 		return hp_viewcmd_run(cmd, argc - 1, argv + 1);
