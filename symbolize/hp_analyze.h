@@ -30,7 +30,15 @@ struct hp_analysis {
 	size_t ncrash_open;
 	uint64_t cut_at;       /* partial, and the file ends in an incomplete
 				* record at this byte (dropped whole); 0: not */
+	/* Region repairs (hookprof_region_begin/end misused), one line each,
+	 * naming the region and the thread, for the command to print; at most
+	 * HP_WARNINGS_MAX, then one saying how many more. */
+	char **warnings;
+	size_t nwarnings;
+	uint64_t warnings_more;
 };
+
+#define HP_WARNINGS_MAX 100
 
 /* Called for each decoded record (a record of more than HP_DECODE_PIECE
  * events: for each piece of it, in order), for tools that want the events
