@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hp_format.h"
 #include "hp_opencount.h"
+#include "hp_regions.h"
 
 #define NO_FRAME UINT32_MAX
 
@@ -273,8 +275,10 @@ static uint32_t global_fn(struct hp_drive *d, uint32_t func)
 	if (d->gfn[func] == HP_NO_FN) {
 		const struct hp_analysis *a = d->a;
 		struct hp_symbol s;
+		char region[HP_STRING_BYTES + 3];
 		uint32_t module = a->func_module ? a->func_module[func] : HP_SYMBOLS_ANY_MODULE;
-		hp_symbols_lookup_in(d->sym, module, a->funcs.addr[func], &s);
+		if (!hp_region_symbol(a, func, &s, region, sizeof(region)))
+			hp_symbols_lookup_in(d->sym, module, a->funcs.addr[func], &s);
 		d->gfn[func] = hp_fntab_intern(&d->fns, &s);
 	}
 	return d->gfn[func];
