@@ -18,6 +18,7 @@
 
 #include "hp_format.h"
 #include "hp_opencount.h"
+#include "hp_pause.h"
 #include "hp_regions.h"
 
 #define NO_FRAME UINT32_MAX
@@ -36,6 +37,7 @@ struct tstate {
 	struct dframe *f;
 	size_t depth, cap;
 	struct hp_opencount open; /* sent frames per function */
+	struct hp_pause pause;    /* paused and stopped time is cut out (hp_pause.h) */
 	uint64_t last_tick;
 	int wanted;         /* the thread filter lets it through */
 };
@@ -415,14 +417,19 @@ static int close_all(struct hp_drive *d, struct tstate *s, uint64_t tick, int lo
 static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		const struct hp_ev *e = &ev[i];
+		struct hp_ev cut;
+		if (!hp_pause_apply(&s->pause, &ev[i], &cut))
+			continue;
+		const struct hp_ev *e = &cut;
 		int rc;
 		if (e->kind == HP_EV_ENTER)
 			rc = push(d, s, e);
 		else if (e->kind == HP_EV_EXIT)
 			rc = s->depth ? pop(d, s, e->tick, 0) : 0;
-		else
+		else if (e->kind == HP_EV_RESET)
 			rc = close_all(d, s, s->last_tick, 1);
+		else
+			continue; /* marks, values, region repairs: no frame */
 		if (rc)
 			return -1;
 		if (e->kind != HP_EV_RESET)
