@@ -57,14 +57,17 @@ static const char usage_text[] =
 	"      --limit=N             print the first N functions only\n"
 	"      --partial             report a trace that has no end record, also one cut in the\n"
 	"                            middle of a record (read up to there; stderr says where)\n"
+	"      --values              instead: per value name (hookprof_value) count, min, max, mean\n"
 	"  info TRACE               what the trace holds: program, clock, threads and their root\n"
 	"                           stacks, modules, losses, and the backtrace of a fatal signal\n"
-	"  dump [--partial] TRACE   every event: thread, time, enter or exit, function\n"
+	"  dump [--partial] TRACE   every event: thread, time, enter or exit, function; marks,\n"
+	"                           values, pauses, stops and starts of the control API\n"
 	"\n"
 	"  -h, --help               this text;  --version  the version\n"
 	"\n"
 	"environment of a traced program: HOOKPROF_OUTPUT (file, %p = pid, %n = program,\n"
-	"or a directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK (see record).\n"
+	"or a directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK (see record),\n"
+	"HOOKPROF_START=off (record nothing until the program calls hookprof_start()).\n"
 	"environment of report and dump: HOOKPROF_DEBUG_PATH (where separate debug files\n"
 	"and files by build-id are looked for; libdwfl's syntax), DEBUGINFOD_URLS.\n";
 
@@ -433,12 +436,23 @@ static void print_header(FILE *out, const struct hp_analysis *a)
 }
 
 struct report_opts {
+	int values;
 	int csv;
 	int partial;
 	int per_process;
 	enum hp_sort sort;
 	size_t limit;
 };
+
+/* The regions the reader repaired (hookprof_region_begin/end misused). */
+static void warn_regions(const struct hp_analysis *a)
+{
+	for (size_t i = 0; i < a->nwarnings; i++)
+		fprintf(stderr, "hookprof: warning: %s: %s\n", a->path, a->warnings[i]);
+	if (a->warnings_more)
+		fprintf(stderr, "hookprof: warning: %s: %llu more region repairs\n", a->path,
+			(unsigned long long)a->warnings_more);
+}
 
 static int report_crash(FILE *out, const struct hp_analysis *a, char *err, size_t errlen)
 {
@@ -476,6 +490,8 @@ static int report_traces(const struct report_opts *o, char **paths, int n)
 			rc = report_crash(hdr, &a, err, sizeof(err));
 		if (!rc)
 			warn_cut(cut, &a);
+		if (!rc)
+			warn_regions(&a);
 		if (!rc)
 			rc = hp_rows_add(&rows, &a, err, sizeof(err));
 		hp_analysis_free(&a);
@@ -544,6 +560,7 @@ static int read_section(const struct report_opts *o, const char *path, struct se
 	}
 	if (!rc)
 		rc = hp_rows_add(&sec->rows, &a, err, errlen);
+	warn_regions(&a);
 	hp_analysis_free(&a);
 	if (!rc)
 		hp_rows_finish(&sec->rows, o->sort);
@@ -590,6 +607,115 @@ static int report_per_process(const struct report_opts *o, char **paths, int n)
 	return rc ? hp_cli_print_error(err) : 0;
 }
 
+/* ---- report --values ---------------------------------------------------- */
+
+/* Per value name, over every trace given (names, not ids: ids are per trace). */
+struct value_stat {
+	char *name;
+	uint64_t count;
+	int64_t min, max;
+	long double sum;
+};
+
+struct value_stats {
+	struct value_stat *v;
+	size_t n, cap;
+};
+
+static struct value_stat *value_stat_of(struct value_stats *vs, const char *name)
+{
+	for (size_t i = 0; i < vs->n; i++)
+		if (!strcmp(vs->v[i].name, name))
+			return &vs->v[i];
+	if (vs->n == vs->cap) {
+		size_t cap = vs->cap ? vs->cap * 2 : 16;
+		struct value_stat *v = realloc(vs->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		vs->v = v;
+		vs->cap = cap;
+	}
+	struct value_stat *st = &vs->v[vs->n];
+	*st = (struct value_stat){ .name = strdup(name), .min = INT64_MAX, .max = INT64_MIN };
+	if (!st->name)
+		return NULL;
+	vs->n++;
+	return st;
+}
+
+static int collect_values(void *arg, const struct hp_analysis *a, uint32_t stream,
+			  const struct hp_ev *ev, size_t n)
+{
+	(void)stream;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind != HP_EV_VALUE)
+			continue;
+		const char *name = hp_trace_string(&a->info, ev[i].func);
+		struct value_stat *st = value_stat_of(arg, name ? name : "?");
+		if (!st)
+			return -1;
+		st->count++;
+		st->sum += ev[i].value;
+		if (ev[i].value < st->min)
+			st->min = ev[i].value;
+		if (ev[i].value > st->max)
+			st->max = ev[i].value;
+	}
+	return 0;
+}
+
+static int by_value_name(const void *x, const void *y)
+{
+	return strcmp(((const struct value_stat *)x)->name, ((const struct value_stat *)y)->name);
+}
+
+static void print_values(const struct report_opts *o, struct value_stats *vs)
+{
+	qsort(vs->v, vs->n, sizeof(*vs->v), by_value_name);
+	if (o->csv)
+		printf("name,count,min,max,mean\n");
+	else
+		printf("%12s %20s %20s %24s  %s\n", "count", "min", "max", "mean", "value");
+	for (size_t i = 0; i < vs->n; i++) {
+		const struct value_stat *st = &vs->v[i];
+		double mean = (double)(st->sum / (long double)st->count);
+		if (o->csv)
+			printf("%s,%llu,%lld,%lld,%.17g\n", st->name, (unsigned long long)st->count,
+			       (long long)st->min, (long long)st->max, mean);
+		else
+			printf("%12llu %20lld %20lld %24.15g  %s\n", (unsigned long long)st->count,
+			       (long long)st->min, (long long)st->max, mean, st->name);
+	}
+}
+
+/* report --values: the values of hookprof_value, per name. */
+static int report_values(const struct report_opts *o, char **paths, int n)
+{
+	struct value_stats vs = { 0 };
+	char err[ERRLEN];
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++) {
+		struct hp_analysis a;
+		rc = hp_analyze(paths[i], o->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0, collect_values,
+				&vs, &a, err, sizeof(err));
+		if (!rc) {
+			warn_cut(stderr, &a);
+			hp_analysis_free(&a);
+		}
+	}
+	if (!rc) {
+		print_values(o, &vs);
+		if (fflush(stdout)) {
+			snprintf(err, sizeof(err), "cannot write the report to standard output");
+			rc = -1;
+		}
+	}
+	for (size_t i = 0; i < vs.n; i++)
+		free(vs.v[i].name);
+	free(vs.v);
+	return rc ? hp_cli_print_error(err) : 0;
+}
+
 static int report_paths(const struct report_opts *o, char **args, int n)
 {
 	struct hp_cli_names all;
@@ -598,8 +724,9 @@ static int report_paths(const struct report_opts *o, char **args, int n)
 		hp_cli_names_free(&all);
 		return hp_cli_print_error(err);
 	}
-	int rc = o->per_process ? report_per_process(o, all.v, (int)all.n)
-				: report_traces(o, all.v, (int)all.n);
+	int rc = o->values	  ? report_values(o, all.v, (int)all.n)
+		 : o->per_process ? report_per_process(o, all.v, (int)all.n)
+				  : report_traces(o, all.v, (int)all.n);
 	hp_cli_names_free(&all);
 	return rc;
 }
@@ -609,7 +736,7 @@ static int cmd_report(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' }, { "sort", required_argument, NULL, 's' },
 		{ "limit", required_argument, NULL, 'l' },  { "partial", no_argument, NULL, 'p' },
-		{ "per-process", no_argument, NULL, 'P' },
+		{ "per-process", no_argument, NULL, 'P' }, { "values", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
 	};
 	struct report_opts o = { 0 };
@@ -633,6 +760,7 @@ static int cmd_report(int argc, char **argv)
 			break;
 		case 'p': o.partial = 1; break;
 		case 'P': o.per_process = 1; break;
+		case 'V': o.values = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: return hp_cli_usage_error("%s", "bad option for report");
 		}
@@ -735,6 +863,22 @@ struct dump_state {
 	int have_tick0;
 };
 
+/* A control event that is no frame: its line. */
+static void dump_control(const struct hp_analysis *a, uint32_t tid, double t, const struct hp_ev *e)
+{
+	static const char *const what[] = {
+		[HP_EV_PAUSE] = "pause", [HP_EV_RESUME] = "resume",
+		[HP_EV_STOP] = "stop", [HP_EV_START] = "start",
+	};
+	const char *s = hp_trace_string(&a->info, e->func);
+	if (e->kind == HP_EV_MARK)
+		printf("%u %.0f mark %s\n", tid, t, s ? s : "?");
+	else if (e->kind == HP_EV_VALUE)
+		printf("%u %.0f value %s %lld\n", tid, t, s ? s : "?", (long long)e->value);
+	else if (e->kind < sizeof(what) / sizeof(what[0]) && what[e->kind])
+		printf("%u %.0f %s\n", tid, t, what[e->kind]);
+}
+
 static int dump_events(void *arg, const struct hp_analysis *a, uint32_t stream,
 		       const struct hp_ev *ev, size_t n)
 {
@@ -749,12 +893,18 @@ static int dump_events(void *arg, const struct hp_analysis *a, uint32_t stream,
 			printf("%u - reset (events were lost here)\n", tid);
 			continue;
 		}
+		if (ev[i].kind == HP_EV_REGION_REPAIR)
+			continue; /* said on stderr */
 		if (!d->have_tick0) {
 			d->tick0 = ev[i].tick;
 			d->have_tick0 = 1;
 		}
-		const char *name = ev[i].func < d->names.n ? hp_row_name(&d->names.row[ev[i].func]) : "?";
 		double t = (double)(int64_t)(ev[i].tick - d->tick0) * ns_per_tick;
+		if (ev[i].kind != HP_EV_ENTER && ev[i].kind != HP_EV_EXIT) {
+			dump_control(a, tid, t, &ev[i]);
+			continue;
+		}
+		const char *name = ev[i].func < d->names.n ? hp_row_name(&d->names.row[ev[i].func]) : "?";
 		printf("%u %.0f %s %s\n", tid, t, ev[i].kind == HP_EV_ENTER ? "enter" : "exit", name);
 	}
 	return ferror(stdout) ? -1 : 0;
@@ -805,6 +955,7 @@ static int cmd_dump(int argc, char **argv)
 		return hp_cli_print_error(err);
 	}
 	warn_cut(stderr, &a);
+	warn_regions(&a);
 	hp_analysis_free(&a);
 	if (fflush(stdout)) {
 		hp_rows_free(&d.names);
