@@ -12,9 +12,9 @@
 
 #include "../symbolize/hp_profile.h"
 
-#define EN(f, t) { (uint64_t)(t), (uint32_t)(f), HP_EV_ENTER }
-#define EX(f, t) { (uint64_t)(t), (uint32_t)(f), HP_EV_EXIT }
-#define RESET { 0, 0, HP_EV_RESET }
+#define EN(f, t) { (uint64_t)(t), (uint32_t)(f), HP_EV_ENTER, 0 }
+#define EX(f, t) { (uint64_t)(t), (uint32_t)(f), HP_EV_EXIT, 0 }
+#define RESET { 0, 0, HP_EV_RESET, 0 }
 #define N(ev) (sizeof(ev) / sizeof((ev)[0]))
 
 enum { A, B, C, D, E, NF };

@@ -898,7 +898,7 @@ END_TEST
 
 START_TEST(test_corrupt_event_data_names_file)
 {
-	static const uint8_t ev[] = { 0x45 };
+	static const uint8_t ev[] = { 0x4e };
 	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	tk_events_rec(&file, 0, 1, ev, sizeof(ev));
