@@ -566,6 +566,11 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 			switch_chunk(t);
 	} else if (hp_tls.retired) {
 		/* A child that is not traced. */
+	} else if (hp_runtime_ready() && hp_buffer_stopped()) {
+		/* HOOKPROF_START=off, just read by the start-up this event ran:
+		 * nothing is recorded, and no buffer made, until the start. */
+		if (taken + 1 == hp_tls.pos)
+			hp_tls.pos = taken;
 	} else if (hp_runtime_ready()) {
 		/* A control word has no frame to find the callers of. */
 		t = start_thread(addr & HP_RAW_CONTROL ? 0 : addr);
@@ -636,7 +641,8 @@ static void ctl_write(uint32_t stopped, uint64_t tick)
 /* The calling thread must drop its events, or owes control events. */
 static int control_disarmed(void)
 {
-	return hp_tls.paused || __atomic_load_n(&ctl.gen, __ATOMIC_SEQ_CST) != hp_tls.ctl_gen;
+	return hp_tls.paused || __atomic_load_n(&ctl.gen, __ATOMIC_SEQ_CST) != hp_tls.ctl_gen ||
+	       __atomic_load_n(&ctl.stopped, __ATOMIC_RELAXED);
 }
 
 static void record_at(uint64_t word, uint64_t tick)
