@@ -493,6 +493,9 @@ static int end_trace(struct hp_drive *d, const struct hp_analysis *a)
 			snprintf(s->vt->name, sizeof(s->vt->name), "%s", a->info.streams[i].name);
 		}
 	}
+	/* The regions the reader repaired, one line each (hp_analysis). */
+	for (size_t i = 0; d->o->warn && i < a->nwarnings; i++)
+		d->o->warn(a->warnings[i]);
 	size_t iter = 0;
 	const char *why;
 	while (d->sym && (why = hp_symbols_next_problem(d->sym, &iter)))
