@@ -96,7 +96,7 @@ FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_SRC := tests/fuzz/fuzz_trace.c symbolize/hp_trace.c symbolize/hp_decode.c \
 	symbolize/hp_opencount.c symbolize/hp_analyze.c symbolize/hp_profile.c symbolize/hp_funcmap.c \
-	symbolize/hp_merge.c
+	symbolize/hp_merge.c symbolize/hp_pause.c
 
 fuzz: $(BUILD)/fuzz/fuzz_trace
 

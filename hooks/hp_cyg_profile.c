@@ -19,3 +19,6 @@ HP_EXPORT void __cyg_profile_func_exit(void *fn, void *call_site)
 	(void)call_site;
 	hp_buffer_record((uint64_t)(uintptr_t)fn | HP_RAW_EXIT);
 }
+
+extern const char hp_control_linked HP_HIDDEN;
+__attribute__((used)) static const char *const keep_control_api = &hp_control_linked;

@@ -48,6 +48,8 @@ static int no_buffer_warned;
 
 #define NO_BUFFER_RETRY_NS 1000000000ull
 
+/* hookprof_thread_name's before the thread had a buffer: string id + 1. */
+static __thread uint32_t name_before_buffer __attribute__((tls_model("initial-exec")));
 static uint32_t stopping_tid; /* a fatal signal's flush runs there: the others stop */
 static uint32_t chunk_workers; /* threads inside enter_chunk_work */
 
@@ -147,6 +149,7 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	t->tid = hp_gettid();
 	t->stream = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
 	prctl(PR_GET_NAME, t->name);
+	t->named = name_before_buffer;
 	if (first_func)
 		hp_unwind_root(&t->root, first_func);
 	pthread_mutex_lock(&hp_threads_lock);
@@ -436,11 +439,14 @@ static int enter_chunk_work(void)
 	return 0;
 }
 
+static int control_disarmed(void);
+
 static void leave_chunk_work(void)
 {
 	/* The final flush gave up waiting for us (a slow writer): the end
-	 * the chunk switch gave is not to be used, the next event stops. */
-	if (must_stop())
+	 * the chunk switch gave is not to be used, the next event stops.
+	 * Paused, or stopped: the next event is dropped in the slow path. */
+	if (must_stop() || control_disarmed())
 		hp_tls.end = NULL;
 	/* Release: the chunk switch is complete before the final flush's snapshot. */
 	__atomic_fetch_sub(&chunk_workers, 1, __ATOMIC_RELEASE);
@@ -509,12 +515,21 @@ void hp_buffer_resume_self(const struct hp_tls *saved)
  * whether the clock sent us here or a signal handler moved to the chunk
  * that follows in memory.
  */
+static int control_gate(uint64_t addr, struct hp_raw *taken);
+static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at);
+
 void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
+{
+	record_slow_at(addr, taken, 0);
+}
+
+/* at: the event's tick, or 0 for now. */
+static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 {
 	/* Without a buffer, start-up may be choosing the clock on another
 	 * thread right now: reading it would race (the tick is read below,
 	 * once hp_runtime_ready has ordered us after start-up). */
-	uint64_t tick = hp_tls.thread ? hp_tick() : 0;
+	uint64_t tick = at ? at : hp_tls.thread ? hp_tick() : 0;
 	if (unlikely(hp_tls.busy || hp_tls.retired)) {
 		/* The slot goes back (nobody took one after it: handlers that
 		 * ran since gave theirs back too), else switch_chunk would keep
@@ -527,6 +542,9 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	}
 	if (must_stop())
 		park_until_death(taken);
+	if (unlikely(!hp_tls.gating && (hp_tls.paused || control_disarmed())) &&
+	    control_gate(addr, taken))
+		return;
 	struct hp_thread *t = hp_tls.thread;
 	if (t && (in_chunk(t, taken) || (!hp_tick_is_tsc && in_chunk_just_published(t, taken)))) {
 		hp_raw_fill(taken, addr, tick);
@@ -553,9 +571,15 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 			switch_chunk(t);
 	} else if (hp_tls.retired) {
 		/* A child that is not traced. */
+	} else if (hp_runtime_ready() && hp_buffer_stopped()) {
+		/* HOOKPROF_START=off, just read by the start-up this event ran:
+		 * nothing is recorded, and no buffer made, until the start. */
+		if (taken + 1 == hp_tls.pos)
+			hp_tls.pos = taken;
 	} else if (hp_runtime_ready()) {
-		t = start_thread(addr);
-		tick = hp_tick();
+		/* A control word has no frame to find the callers of. */
+		t = start_thread(addr & HP_RAW_CONTROL ? 0 : addr);
+		tick = at ? at : hp_tick();
 		if (!t)
 			no_buffer(taken);
 	} else {
@@ -568,6 +592,229 @@ void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
 	leave_chunk_work();
 	hp_buffer_release_signals(&saved_mask);
 	errno = saved_errno;
+}
+
+/* ---- the control API --------------------------------------------------- */
+
+/* Stop and start, process-wide. gen is a sequence lock: odd while the
+ * writer (under ctl_lock) changes the rest; +2 per stop or start. */
+static struct {
+	uint32_t gen;
+	uint32_t stopped;
+	uint64_t stop_tick, start_tick;
+} ctl;
+static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct ctl_state {
+	uint32_t gen, stopped;
+	uint64_t stop_tick, start_tick;
+};
+
+static void ctl_read(struct ctl_state *c)
+{
+	for (;;) {
+		/* Acquire: the fields below are read after the gen that covers them. */
+		c->gen = __atomic_load_n(&ctl.gen, __ATOMIC_ACQUIRE);
+		c->stopped = __atomic_load_n(&ctl.stopped, __ATOMIC_RELAXED);
+		c->stop_tick = __atomic_load_n(&ctl.stop_tick, __ATOMIC_RELAXED);
+		c->start_tick = __atomic_load_n(&ctl.start_tick, __ATOMIC_RELAXED);
+		/* Acquire fence: the field reads above happen before the second
+		 * read of gen; a writer that began meanwhile changed it. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (!(c->gen & 1) && __atomic_load_n(&ctl.gen, __ATOMIC_RELAXED) == c->gen)
+			return;
+	}
+}
+
+/* Under ctl_lock. */
+static void ctl_write(uint32_t stopped, uint64_t tick)
+{
+	__atomic_store_n(&ctl.gen, ctl.gen + 1, __ATOMIC_RELAXED);
+	/* Release fence: the odd gen is visible before any field changes. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&ctl.stopped, stopped, __ATOMIC_RELAXED);
+	if (stopped)
+		__atomic_store_n(&ctl.stop_tick, tick, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&ctl.start_tick, tick, __ATOMIC_RELAXED);
+	/* Seq_cst: the new gen is ordered before the stopper nulls the other
+	 * threads' ends, and against their reading of it after setting one
+	 * (control_disarmed): either they see it, or we null what they set. */
+	__atomic_store_n(&ctl.gen, ctl.gen + 1, __ATOMIC_SEQ_CST);
+}
+
+/* The calling thread must drop its events, or owes control events. */
+static int control_disarmed(void)
+{
+	return hp_tls.paused || __atomic_load_n(&ctl.gen, __ATOMIC_SEQ_CST) != hp_tls.ctl_gen ||
+	       __atomic_load_n(&ctl.stopped, __ATOMIC_RELAXED);
+}
+
+static void record_at(uint64_t word, uint64_t tick)
+{
+	struct hp_raw *end;
+	struct hp_raw *e = hp_take_slot(&end);
+	if ((uintptr_t)e - (uintptr_t)(end - HP_CHUNK_EVENTS) < HP_CHUNK_BYTES)
+		hp_raw_fill(e, word, tick);
+	else
+		record_slow_at(word, e, tick);
+}
+
+/* A stop recorded late is not earlier than the event before it in the
+ * chunk: the final flush takes an older tick for an unfilled slot. */
+static uint64_t not_before_last(uint64_t tick)
+{
+	struct hp_thread *t = hp_tls.thread;
+	const struct hp_raw *start = chunk_base(t, t->head);
+	if (hp_tls.pos > start && hp_tls.pos <= start + HP_CHUNK_EVENTS && hp_tls.pos[-1].tick > tick)
+		return hp_tls.pos[-1].tick;
+	return tick;
+}
+
+/* The STOP and START this thread has not recorded yet, at the moments
+ * they were asked for. Stop and start cycles it slept through whole
+ * collapse into the last one. */
+static void catch_up(const struct ctl_state *c)
+{
+	if (!hp_tls.thread) {
+		hp_tls.stop_open = 0; /* no frame open: nothing to stop */
+	} else {
+		if (!hp_tls.stop_open) {
+			record_at(hp_raw_control(HP_RAW_STOP, 0), not_before_last(c->stop_tick));
+			hp_tls.stop_open = 1;
+		}
+		if (!c->stopped) {
+			record_at(hp_raw_control(HP_RAW_START, 0), not_before_last(c->start_tick));
+			hp_tls.stop_open = 0;
+		}
+	}
+	hp_tls.ctl_gen = c->gen;
+}
+
+static void rearm_self(void)
+{
+	struct hp_thread *t = hp_tls.thread;
+	if (!t || hp_tls.busy)
+		return; /* a chunk switch in progress sets end, and checks */
+	__atomic_store_n(&hp_tls.end, hp_tick_is_tsc ? chunk_end(t) : NULL, __ATOMIC_RELAXED);
+	/* Orders the end stored before reading stopping_tid and the control
+	 * state: a stop or a fatal signal's flush that nulled the ends before
+	 * is seen here (pairs with ctl_write and hp_buffer_stop_others). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (must_stop() || control_disarmed())
+		__atomic_store_n(&hp_tls.end, NULL, __ATOMIC_RELAXED);
+}
+
+/*
+ * An event of a thread that is paused, or that has not caught up with a
+ * stop or start. 1 if it was dealt with here: dropped, or recorded after
+ * the control events owed before it; 0: the slow path goes on with it.
+ */
+static int control_gate(uint64_t addr, struct hp_raw *taken)
+{
+	/* A signal handler's events took the slots after ours: ours is
+	 * filled as it is, and the next event is gated. */
+	if (taken + 1 != hp_tls.pos)
+		return 0;
+	struct ctl_state c;
+	ctl_read(&c);
+	hp_tls.pos = taken; /* back: the control events come first */
+	if (c.gen != hp_tls.ctl_gen) {
+		hp_tls.gating = 1;
+		catch_up(&c);
+		hp_tls.gating = 0;
+	}
+	if (hp_tls.paused || c.stopped)
+		return 1;
+	if (!hp_tls.thread)
+		return 0; /* a new thread: the slow path starts its buffer */
+	rearm_self();
+	record_at(addr, hp_tick());
+	return 1;
+}
+
+void hp_buffer_control(uint64_t word)
+{
+	if (hp_tls.paused)
+		return;
+	hp_buffer_record(word);
+}
+
+void hp_buffer_pause_self(void)
+{
+	if (!hp_tls.paused)
+		hp_buffer_control(hp_raw_control(HP_RAW_PAUSE, 0));
+	/* Atomic against a signal handler's pause on this thread; relaxed:
+	 * nobody else reads it. */
+	__atomic_fetch_add(&hp_tls.paused, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&hp_tls.end, NULL, __ATOMIC_RELAXED);
+}
+
+void hp_buffer_unpause_self(void)
+{
+	uint32_t n = __atomic_load_n(&hp_tls.paused, __ATOMIC_RELAXED);
+	if (!n || __atomic_sub_fetch(&hp_tls.paused, 1, __ATOMIC_RELAXED))
+		return;
+	rearm_self();
+	hp_buffer_control(hp_raw_control(HP_RAW_RESUME, 0));
+}
+
+/* Every thread's next event goes to the slow path, which finds the stop. */
+static void disarm_all(void)
+{
+	sigset_t saved;
+	hp_buffer_hold_signals(&saved);
+	pthread_mutex_lock(&hp_threads_lock);
+	for (struct hp_thread *t = hp_threads; t; t = t->next)
+		if (!t->exited && t->tls)
+			__atomic_store_n(&t->tls->end, NULL, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&hp_threads_lock);
+	hp_buffer_release_signals(&saved);
+}
+
+static int set_stopped(uint32_t stopped)
+{
+	pthread_mutex_lock(&ctl_lock);
+	int changed = ctl.stopped != stopped;
+	if (changed)
+		ctl_write(stopped, hp_tick());
+	pthread_mutex_unlock(&ctl_lock);
+	return changed ? 0 : -1;
+}
+
+int hp_buffer_stop_all(void)
+{
+	if (set_stopped(1))
+		return -1;
+	disarm_all();
+	return 0;
+}
+
+/* The threads stopped have their ends NULL: no need to disarm again. */
+int hp_buffer_start_all(void)
+{
+	return set_stopped(0);
+}
+
+void hp_buffer_begin_stopped(void)
+{
+	set_stopped(1);
+}
+
+void hp_buffer_name_self(uint32_t id)
+{
+	struct hp_thread *t = hp_tls.thread;
+	if (t)
+		/* Relaxed: the writer reads it when it writes a THREAD record;
+		 * an old name or a new one is fine. */
+		__atomic_store_n(&t->named, id + 1, __ATOMIC_RELAXED);
+	else
+		name_before_buffer = id + 1;
+}
+
+int hp_buffer_stopped(void)
+{
+	return __atomic_load_n(&ctl.stopped, __ATOMIC_RELAXED);
 }
 
 void hp_buffer_publish_self(void)
@@ -765,6 +1012,8 @@ static size_t replay(uint64_t *stack, size_t depth, const struct hp_raw *ev, siz
 {
 	for (size_t i = 0; i < n; i++) {
 		uint64_t addr = ev[i].addr & ~HP_RAW_EXIT;
+		if (addr & HP_RAW_CONTROL)
+			continue; /* no frame */
 		if (!(ev[i].addr & HP_RAW_EXIT)) {
 			if (depth < HP_CHUNK_EVENTS)
 				stack[depth] = addr;

@@ -35,6 +35,13 @@ struct hp_tls {
 	struct hp_thread *thread;
 	uint32_t busy;    /* in hookprof's own slow path: nested events are dropped */
 	uint32_t retired; /* HP_RETIRED or HP_UNTRACED: later events are dropped */
+	/* The control API (hookprof.h): while paused, or while the process is
+	 * stopped, end is NULL and every event reaches the slow path, which
+	 * drops it; the hook itself tests nothing more. */
+	uint32_t paused;    /* hookprof_pause nesting */
+	uint32_t ctl_gen;   /* the stop/start generation this thread has recorded */
+	uint32_t stop_open; /* recorded a STOP and no START since */
+	uint32_t gating;    /* recording the control events it owes */
 };
 
 /* hp_tls.retired: flushed for the last time (later events count as lost),
@@ -63,6 +70,7 @@ struct hp_thread {
 	uint64_t lost_ring;      /* events dropped by ring mode */
 	uint64_t lost_reentry;   /* events raised inside hookprof's slow path */
 	char name[16];
+	uint32_t named;          /* hookprof_thread_name's string id + 1, or 0 */
 	void *signal_stack;      /* ours, if we installed one for the owner */
 	struct hp_unwind_stack root; /* callers of its first instrumented frame */
 	uint32_t wiped_on_fork;  /* a forked child finds the events zeroed (MADV_WIPEONFORK) */
@@ -161,6 +169,26 @@ void hp_buffer_stop_others(void) HP_HIDDEN;
  * the parent takes it back when the child is gone. */
 void hp_buffer_suspend_self(struct hp_tls *saved) HP_HIDDEN;
 void hp_buffer_resume_self(const struct hp_tls *saved) HP_HIDDEN;
+
+/*
+ * The control API. hp_buffer_control records a control word (hp_encode.h)
+ * for the calling thread, in order with its function events, unless it is
+ * paused or the process is stopped. Pause and unpause nest; the outermost
+ * ones record PAUSE and RESUME. Stop and start are process-wide: each
+ * thread records them at its next event (at the moment they were asked
+ * for), so time stopped is no thread's. stop/start return 0, or -1 if the
+ * state was already so. Not for signal handlers: start and stop lock.
+ */
+void hp_buffer_control(uint64_t word) HP_HIDDEN;
+void hp_buffer_pause_self(void) HP_HIDDEN;
+void hp_buffer_unpause_self(void) HP_HIDDEN;
+int hp_buffer_stop_all(void) HP_HIDDEN;
+int hp_buffer_start_all(void) HP_HIDDEN;
+/* The name of the calling thread's THREAD record: string id. */
+void hp_buffer_name_self(uint32_t id) HP_HIDDEN;
+/* HOOKPROF_START=off: the run begins stopped. */
+void hp_buffer_begin_stopped(void) HP_HIDDEN;
+int hp_buffer_stopped(void) HP_HIDDEN;
 
 /* Publishes the calling thread's partial chunk now, to make it visible. */
 void hp_buffer_publish_self(void) HP_HIDDEN;

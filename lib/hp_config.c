@@ -89,6 +89,18 @@ static int read_clock(struct hp_config *cfg, const char *s, char *err, size_t er
 	return -1;
 }
 
+static int read_start(struct hp_config *cfg, const char *s, char *err, size_t errlen)
+{
+	if (!s || !*s || !strcmp(s, "on"))
+		return 0;
+	if (!strcmp(s, "off")) {
+		cfg->start_stopped = 1;
+		return 0;
+	}
+	snprintf(err, errlen, "HOOKPROF_START='%s' is not 'on' or 'off'; using on", s);
+	return -1;
+}
+
 int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int secure,
 		   char *err, size_t errlen)
 {
@@ -105,6 +117,7 @@ int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int 
 	rc |= read_mode(cfg, getenv_fn("HOOKPROF_MODE"), err, errlen);
 	rc |= read_buffer(cfg, getenv_fn("HOOKPROF_BUFFER"), err, errlen);
 	rc |= read_clock(cfg, getenv_fn("HOOKPROF_CLOCK"), err, errlen);
+	rc |= read_start(cfg, getenv_fn("HOOKPROF_START"), err, errlen);
 	return rc;
 }
 

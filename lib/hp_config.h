@@ -24,6 +24,7 @@ struct hp_config {
 	const char *output;     /* HOOKPROF_OUTPUT, or NULL for the default */
 	int force_monotonic;    /* HOOKPROF_CLOCK=monotonic */
 	int off;                /* not traced at all (secure execution) */
+	int start_stopped;      /* HOOKPROF_START=off: recording waits for hookprof_start() */
 };
 
 /*

@@ -170,6 +170,23 @@ static uint8_t *put_exit_fn(uint8_t *p, uint32_t index, uint64_t delta)
 	return hp_put_uvarint(p, hp_zigzag((int64_t)delta));
 }
 
+/* A control event: no frame opens or closes. Deltas are signed: a stop
+ * is recorded at the moment it was asked for, which may be before this
+ * thread's last event. */
+static uint8_t *put_control(uint8_t *p, uint64_t raw, uint64_t delta)
+{
+	unsigned kind = hp_raw_kind(raw);
+	uint64_t payload = raw & HP_RAW_PAYLOAD_MASK;
+	int value = kind == HP_RAW_VALUE_LO || kind == HP_RAW_VALUE_HI;
+	*p++ = (uint8_t)(HP_OP_RESET + kind);
+	if (kind >= HP_RAW_REGION_BEGIN)
+		p = hp_put_uvarint(p, value ? payload >> 32 : payload);
+	p = hp_put_uvarint(p, hp_zigzag((int64_t)delta));
+	if (value)
+		p = hp_put_uvarint(p, payload & 0xffffffffu);
+	return p;
+}
+
 /* Exit of a frame other than the top: the rule of hp_stack_unwind_to. */
 static int encode_exit_other(struct hp_dict *d, struct hp_enc_stream *s, uint64_t addr,
 			     uint64_t delta, uint8_t **out)
@@ -209,6 +226,10 @@ ssize_t hp_encode(struct hp_dict *d, struct hp_enc_stream *s,
 			if (encode_exit_other(d, s, addr, delta, &p) < 0)
 				return -1;
 			depth = s->depth;
+			continue;
+		}
+		if (unlikely(raw & HP_RAW_CONTROL)) {
+			p = put_control(p, raw, delta);
 			continue;
 		}
 		int64_t index = dict_index(d, addr, &p);

@@ -18,6 +18,35 @@ struct hp_raw {
 };
 #define HP_RAW_EXIT (1ull << 63)
 
+/*
+ * A call of the control API (hookprof.h) rides in the same stream, in
+ * order with the function events: bit 62 set (no function lies that high),
+ * the kind in bits 56..61, a payload below: a string id, or for a value
+ * the string id << 32 and 32 bits of the value (two events, low half
+ * first). The kinds are in the order of their ops: op = HP_OP_RESET + kind.
+ */
+#define HP_RAW_CONTROL (1ull << 62)
+enum hp_raw_kind {
+	HP_RAW_PAUSE = 1,
+	HP_RAW_RESUME,
+	HP_RAW_STOP,
+	HP_RAW_START,
+	HP_RAW_REGION_BEGIN,
+	HP_RAW_REGION_END,
+	HP_RAW_MARK,
+	HP_RAW_VALUE_LO,
+	HP_RAW_VALUE_HI,
+	HP_RAW_KINDS
+};
+#define HP_RAW_PAYLOAD_MASK ((1ull << 56) - 1)
+
+static inline uint64_t hp_raw_control(unsigned kind, uint64_t payload)
+{
+	return HP_RAW_CONTROL | (uint64_t)kind << 56 | (payload & HP_RAW_PAYLOAD_MASK);
+}
+
+static inline unsigned hp_raw_kind(uint64_t raw) { return (unsigned)(raw >> 56) & 0x3f; }
+
 /* Function address -> dense index, shared by all streams of a trace. */
 struct hp_dict {
 	uint64_t *slot_addr; /* open addressing; 0 marks an empty slot */

@@ -17,7 +17,7 @@
 #define HP_MAGIC "HOOKPROF"
 #define HP_MAGIC_LEN 8
 #define HP_VERSION_MAJOR 1
-#define HP_VERSION_MINOR 1
+#define HP_VERSION_MINOR 2
 #define HP_BYTE_ORDER_MARK 0x01020304u
 #define HP_FILE_HEADER_SIZE 32
 #define HP_RECORD_HEADER_SIZE 8
@@ -39,7 +39,15 @@ enum hp_record_type {
 	HP_REC_CRASH = 9,   /* (1.1) the fatal signal and the crashing thread's stack */
 	HP_REC_STACK = 10,  /* (1.1) a stream's callers above its first instrumented frame */
 	HP_REC_PARENT = 11, /* (1.1) the parent process, and the fork this one came from */
+	/* 1.2: one interned string of the control API (a region's or a value's
+	 * name, a mark's text, a thread's name): u32 id, u32 len, len bytes.
+	 * Written once, before the first EVENTS record that names it. */
+	HP_REC_STRING = 12,
 };
+
+/* Strings of the control API: ids below this; a mark's text at most this long. */
+#define HP_STRINGS_MAX (1u << 16)
+#define HP_STRING_BYTES 256u
 
 /* PARENT flags. */
 enum hp_parent_flags {
@@ -89,6 +97,18 @@ enum hp_lost_reason {
  *   01000011 u          define the next function index as address u
  *   01000100            reset: forget open frames, next delta is absolute
  *
+ * 1.2, the control API (hookprof.h); none of them opens or closes a
+ * function frame, and each counts as one event:
+ *   01000101 s          pause of the thread, tick += s
+ *   01000110 s          resume
+ *   01000111 s          stop of the whole process (hookprof_stop)
+ *   01001000 s          start again (hookprof_start)
+ *   01001001 u s        begin of the region named by string u
+ *   01001010 u s        end of the region named by string u
+ *   01001011 u s        mark whose text is string u
+ *   01001100 u s w      value named by string u: its low 32 bits w
+ *   01001101 u s w      its high 32 bits w, right after the low ones
+ *
  * u is an unsigned LEB128 varint, s a zigzag-encoded signed varint.
  */
 #define HP_OP_EXIT_SHORT 0x80u
@@ -98,6 +118,15 @@ enum hp_lost_reason {
 #define HP_OP_ENTER_LONG 0x42u
 #define HP_OP_DEFINE 0x43u
 #define HP_OP_RESET 0x44u
+#define HP_OP_PAUSE 0x45u
+#define HP_OP_RESUME 0x46u
+#define HP_OP_STOP 0x47u
+#define HP_OP_START 0x48u
+#define HP_OP_REGION_BEGIN 0x49u
+#define HP_OP_REGION_END 0x4au
+#define HP_OP_MARK 0x4bu
+#define HP_OP_VALUE_LO 0x4cu
+#define HP_OP_VALUE_HI 0x4du
 #define HP_VARINT_MAX 10
 
 /* Worst-case encoded size of one event, definitions included. */

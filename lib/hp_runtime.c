@@ -18,12 +18,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#define HOOKPROF_INTERNAL_
 #include "../include/hookprof.h"
 #include "hp_buffer.h"
 #include "hp_config.h"
 #include "hp_format.h"
 #include "hp_modules.h"
 #include "hp_output.h"
+#include "hp_strings.h"
 #include "hp_unwind.h"
 #include "hp_writer.h"
 
@@ -443,7 +445,7 @@ static void runtime_init(void)
 	hp_platform_init(config.force_monotonic);
 	hp_unwind_init();
 	snprintf(err, sizeof(err), "cannot set up hookprof's buffers");
-	if (hp_buffer_init(&config) || hp_writer_init() ||
+	if (hp_buffer_init(&config) || hp_writer_init() || hp_strings_init() ||
 	    hp_output_create(config.output, program_invocation_short_name, getpid(), err, sizeof(err))) {
 		hp_warn("%s; this run is not traced", err);
 		__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
@@ -469,6 +471,8 @@ static void runtime_init(void)
 	hp_output_flush();
 	if (config.mode == HP_MODE_STREAM)
 		hp_writer_start();
+	if (config.start_stopped)
+		hp_buffer_begin_stopped();
 	install_signal_handlers();
 	mark_own_memory();
 	if (!atfork_registered)

@@ -17,6 +17,7 @@
 #include "hp_modules.h"
 #include "hp_output.h"
 #include "hp_runtime.h"
+#include "hp_strings.h"
 #include "hp_unwind.h"
 
 #define IDLE_WAIT_MS 50
@@ -61,7 +62,13 @@ void hp_writer_clock_record(void)
 
 static void thread_record(const struct hp_thread *t, const char *name)
 {
-	size_t len = strnlen(name, 64);
+	/* hookprof_thread_name's, over the name the system knows. */
+	uint32_t named = __atomic_load_n(&t->named, __ATOMIC_RELAXED);
+	size_t len;
+	const char *given = named ? hp_strings_get(named - 1, &len) : NULL;
+	if (given)
+		name = given;
+	len = strnlen(name, 64);
 	uint8_t *p = hp_output_begin(HP_REC_THREAD, 12 + len);
 	if (!p)
 		return;
@@ -104,6 +111,9 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 		t->announced = 1;
 		streams_written++;
 	}
+	/* The strings its control events may name: interned before they
+	 * were recorded, so before the chunk was published. */
+	hp_strings_write_new();
 	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + 1 + hp_encode_bound(n));
 	if (!p)
 		return;
@@ -512,6 +522,7 @@ void hp_writer_reset_in_child(int whole)
 	}
 	scratch = NULL;
 	dict = (struct hp_dict){ 0 };
+	hp_strings_reset_in_child();
 	threaded = broken = 0;
 	wake_seq = sleeping = stop = done = 0;
 	events_written = lost_in_threads = 0;

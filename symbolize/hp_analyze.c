@@ -89,6 +89,66 @@ static int index_record(struct pass *ps, uint32_t stream, uint32_t size)
 	return 0;
 }
 
+/* ---- region repairs ------------------------------------------------------ */
+
+static int add_warning(struct hp_analysis *a, const char *line)
+{
+	if (a->nwarnings == HP_WARNINGS_MAX) {
+		a->warnings_more++;
+		return 0;
+	}
+	char **w = realloc(a->warnings, (a->nwarnings + 1) * sizeof(*w));
+	if (!w)
+		return -1;
+	a->warnings = w;
+	if (!(w[a->nwarnings] = strdup(line)))
+		return -1;
+	a->nwarnings++;
+	return 0;
+}
+
+static int region_warning(struct hp_analysis *a, uint32_t stream, uint32_t name, int why)
+{
+	static const char *const what[] = {
+		[HP_REPAIR_NO_BEGIN] = "ended without a begin (the end is ignored)",
+		[HP_REPAIR_NOT_ENDED] = "not ended when its function returned (ended there)",
+		[HP_REPAIR_OUT_OF_ORDER] = "still open when an enclosing region ended (ended there)",
+		[HP_REPAIR_NEVER_ENDED] = "never ended (ended at the thread's last event)",
+	};
+	const char *text = hp_trace_string(&a->info, name);
+	const struct hp_stream_info *si = stream < a->info.nstreams ? &a->info.streams[stream] : NULL;
+	char line[512], thread[96];
+	if (si && si->name[0])
+		snprintf(thread, sizeof(thread), "%u (%s)", si->tid, si->name);
+	else
+		snprintf(thread, sizeof(thread), "%u", si ? si->tid : 0);
+	snprintf(line, sizeof(line), "region [%s] on thread %s: %s", text ? text : "?", thread,
+		 what[why]);
+	return add_warning(a, line);
+}
+
+static int region_repairs(struct hp_analysis *a, uint32_t stream, const struct hp_ev *ev, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ev[i].kind == HP_EV_REGION_REPAIR && region_warning(a, stream, ev[i].func, (int)ev[i].value))
+			return -1;
+	return 0;
+}
+
+/* Regions open at a stream's end: the profile closes them as it does
+ * functions, at the stream's last tick. */
+static int unended_regions(struct pass *ps)
+{
+	for (size_t i = 0; i < ps->ndec; i++)
+		for (size_t k = 0; k < ps->dec[i].depth; k++) {
+			uint32_t f = ps->dec[i].stack[k];
+			if (hp_is_region_func(f) &&
+			    region_warning(ps->a, (uint32_t)i, f - HP_REGION_FUNC, HP_REPAIR_NEVER_ENDED))
+				return -1;
+		}
+	return 0;
+}
+
 static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size, char *err,
 			 size_t errlen)
 {
@@ -120,7 +180,8 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 		if (!n)
 			note_first_tick(a, si, &ps->evbuf);
 		n += got;
-		if (to_functions(ps) || profile(ps, stream)) {
+		if (to_functions(ps) || profile(ps, stream) ||
+		    region_repairs(a, stream, ps->evbuf.ev, ps->evbuf.n)) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
@@ -236,6 +297,10 @@ static int analyze(const char *path, int flags, hp_event_fn on_events, void *arg
 	/* Its failure is the main pass's to report, at the same record. */
 	hp_trace_read_module_map(path, &a->info, err, errlen);
 	int rc = read_all(&ps, r, flags, err, errlen);
+	if (!rc && unended_regions(&ps)) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+	}
 	if (!rc)
 		rc = finish(a, flags, err, errlen);
 	for (size_t i = 0; i < ps.ndec; i++) {
@@ -303,6 +368,11 @@ void hp_analysis_free(struct hp_analysis *a)
 	free(a->crash_open);
 	a->crash_open = NULL;
 	a->ncrash_open = 0;
+	for (size_t i = 0; i < a->nwarnings; i++)
+		free(a->warnings[i]);
+	free(a->warnings);
+	a->warnings = NULL;
+	a->nwarnings = 0;
 }
 
 /* ---- the summary ------------------------------------------------------ */

@@ -35,7 +35,15 @@ struct hp_analysis {
 	uint64_t last_tick;    /* of the last event of any stream; 0: none (or
 				* not known: a summary of a complete trace) */
 	int decoded;           /* 0: a summary (hp_summarize): no funcs, prof */
+	/* Region repairs (hookprof_region_begin/end misused), one line each,
+	 * naming the region and the thread, for the command to print; at most
+	 * HP_WARNINGS_MAX, then one saying how many more. */
+	char **warnings;
+	size_t nwarnings;
+	uint64_t warnings_more;
 };
+
+#define HP_WARNINGS_MAX 100
 
 /* Called for each decoded record (a record of more than HP_DECODE_PIECE
  * events: for each piece of it, in order), for tools that want the events

@@ -30,7 +30,8 @@ static int grow_events(struct hp_evbuf *b, size_t need)
 	return 0;
 }
 
-static inline int emit(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint32_t kind)
+static inline int emit_value(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint32_t kind,
+			     int64_t value)
 {
 	if (out->n == out->cap && grow_events(out, out->n + 1))
 		return -1;
@@ -38,7 +39,13 @@ static inline int emit(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint3
 	e->tick = tick;
 	e->func = func;
 	e->kind = kind;
+	e->value = value;
 	return 0;
+}
+
+static inline int emit(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint32_t kind)
+{
+	return emit_value(out, tick, func, kind, 0);
 }
 
 /* ---- the stack ----------------------------------------------------------- */
@@ -94,10 +101,102 @@ static void exit_other(struct hp_dec_stream *s, uint32_t func)
 	s->unwinding = 1;
 }
 
+/* ---- regions --------------------------------------------------------- */
+
+static int note_repaired(struct hp_dec_stream *s, uint32_t name)
+{
+	if (s->nrepaired == s->repaired_cap) {
+		size_t cap = s->repaired_cap ? s->repaired_cap * 2 : 16;
+		uint32_t *r = realloc(s->repaired, cap * sizeof(*r));
+		if (!r)
+			return -1;
+		s->repaired = r;
+		s->repaired_cap = cap;
+	}
+	s->repaired[s->nrepaired++] = name;
+	return 0;
+}
+
+/* The end of a region a repair closed already: 1, and forgotten. */
+static int was_repaired(struct hp_dec_stream *s, uint32_t name)
+{
+	for (size_t i = s->nrepaired; i > 0; i--)
+		if (s->repaired[i - 1] == name) {
+			s->repaired[i - 1] = s->repaired[--s->nrepaired];
+			return 1;
+		}
+	return 0;
+}
+
+/* Pops the top frame; a region closed by anything but its own end is
+ * repaired: said so, and its own end is dropped when it comes. */
+static int pop_closing(struct hp_dec_stream *s, struct hp_evbuf *out, uint64_t tick, int why)
+{
+	uint32_t func = pop(s);
+	if (emit(out, tick, func, HP_EV_EXIT))
+		return -1;
+	if (!hp_is_region_func(func))
+		return 0;
+	uint32_t name = func - HP_REGION_FUNC;
+	return emit_value(out, tick, name, HP_EV_REGION_REPAIR, why) || note_repaired(s, name);
+}
+
+/* A function's exit closes the regions still open above it. */
+static int close_regions_above(struct hp_dec_stream *s, struct hp_evbuf *out, uint64_t tick)
+{
+	while (s->depth && hp_is_region_func(s->stack[s->depth - 1]))
+		if (pop_closing(s, out, tick, HP_REPAIR_NOT_ENDED))
+			return -1;
+	return 0;
+}
+
+static int region_begin(struct hp_dec_stream *s, struct hp_evbuf *out, uint64_t tick,
+			uint32_t name)
+{
+	return push(s, HP_REGION_FUNC | name) || emit(out, tick, HP_REGION_FUNC | name, HP_EV_ENTER);
+}
+
+/* An end closes the newest open region of its name above the top
+ * function, and the regions open inside it (out of order). */
+static int region_end(struct hp_dec_stream *s, struct hp_evbuf *out, uint64_t tick,
+		      uint32_t name)
+{
+	size_t i = s->depth;
+	while (i > 0 && hp_is_region_func(s->stack[i - 1]) && s->stack[i - 1] != (HP_REGION_FUNC | name))
+		i--;
+	if (i == 0 || s->stack[i - 1] != (HP_REGION_FUNC | name)) {
+		if (was_repaired(s, name))
+			return 0;
+		return emit_value(out, tick, name, HP_EV_REGION_REPAIR, HP_REPAIR_NO_BEGIN);
+	}
+	while (s->depth > i)
+		if (pop_closing(s, out, tick, HP_REPAIR_OUT_OF_ORDER))
+			return -1;
+	return emit(out, tick, pop(s), HP_EV_EXIT);
+}
+
+/* Low half, then high half: a half without its other is dropped. */
+static int value_half(struct hp_dec_stream *s, struct hp_evbuf *out, uint64_t tick, int op,
+		      uint64_t name, uint64_t w)
+{
+	if (op == HP_OP_VALUE_LO) {
+		s->value_half = 1;
+		s->value_name = (uint32_t)name;
+		s->value_lo = (uint32_t)w;
+		return 0;
+	}
+	int paired = s->value_half && s->value_name == name;
+	s->value_half = 0;
+	if (!paired)
+		return 0;
+	return emit_value(out, tick, (uint32_t)name, HP_EV_VALUE,
+			  (int64_t)((uint64_t)(uint32_t)w << 32 | s->value_lo));
+}
+
 static int drain_unwind(struct hp_dec_stream *s, struct hp_evbuf *out, size_t limit)
 {
 	while (s->depth > s->unwind_to && out->n < limit)
-		if (emit(out, s->tick, pop(s), HP_EV_EXIT))
+		if (pop_closing(s, out, s->tick, HP_REPAIR_NOT_ENDED))
 			return -1;
 	s->unwinding = s->depth > s->unwind_to;
 	return 0;
@@ -108,6 +207,8 @@ static void reset(struct hp_dec_stream *s)
 {
 	while (s->depth)
 		pop(s);
+	s->nrepaired = 0;
+	s->value_half = 0;
 }
 
 #define NEED(cond, why) do { if (!(cond)) { reason = why; goto bad; } } while (0)
@@ -118,7 +219,7 @@ static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_d
 {
 	const uint8_t *p = rec->p, *end = rec->end, *op_at = p;
 	const char *reason = "out of memory";
-	uint64_t tick = s->tick, u, v;
+	uint64_t tick = s->tick, u, v, w;
 	long recorded = 0;
 	while (out->n < limit) {
 		if (s->unwinding) {
@@ -130,8 +231,9 @@ static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_d
 		op_at = p;
 		uint8_t op = *p++;
 		if (op & HP_OP_EXIT_SHORT) {
-			NEED(s->depth, "exit with no open frame");
 			tick += op & 0x7f;
+			NEED(!close_regions_above(s, out, tick), "out of memory");
+			NEED(s->depth, "exit with no open frame");
 			NEED(!emit(out, tick, pop(s), HP_EV_EXIT), "out of memory");
 			recorded++;
 		} else if (op < HP_OP_ENTER_SHORT_MAX) {
@@ -151,8 +253,9 @@ static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_d
 			recorded++;
 		} else if (op == HP_OP_EXIT_LONG) {
 			NEED(p = hp_get_uvarint(p, end, &u), "truncated exit");
-			NEED(s->depth, "exit with no open frame");
 			tick += (uint64_t)hp_unzigzag(u);
+			NEED(!close_regions_above(s, out, tick), "out of memory");
+			NEED(s->depth, "exit with no open frame");
 			NEED(!emit(out, tick, pop(s), HP_EV_EXIT), "out of memory");
 			recorded++;
 		} else if (op == HP_OP_EXIT_FN) {
@@ -170,6 +273,29 @@ static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_d
 			reset(s);
 			tick = 0;
 			NEED(!emit(out, 0, 0, HP_EV_RESET), "out of memory");
+		} else if (op >= HP_OP_PAUSE && op <= HP_OP_START) {
+			NEED(p = hp_get_uvarint(p, end, &u), "truncated control event");
+			tick += (uint64_t)hp_unzigzag(u);
+			NEED(!emit(out, tick, 0, HP_EV_PAUSE + (op - HP_OP_PAUSE)), "out of memory");
+			recorded++;
+		} else if (op >= HP_OP_REGION_BEGIN && op <= HP_OP_MARK) {
+			NEED(p = hp_get_uvarint(p, end, &v), "truncated control event");
+			NEED(p = hp_get_uvarint(p, end, &u), "truncated control event");
+			NEED(v < HP_STRINGS_MAX, "string id out of range");
+			tick += (uint64_t)hp_unzigzag(u);
+			int bad = op == HP_OP_REGION_BEGIN ? region_begin(s, out, tick, (uint32_t)v)
+				: op == HP_OP_REGION_END  ? region_end(s, out, tick, (uint32_t)v)
+							  : emit(out, tick, (uint32_t)v, HP_EV_MARK);
+			NEED(!bad, "out of memory");
+			recorded++;
+		} else if (op == HP_OP_VALUE_LO || op == HP_OP_VALUE_HI) {
+			NEED(p = hp_get_uvarint(p, end, &v), "truncated value");
+			NEED(p = hp_get_uvarint(p, end, &u), "truncated value");
+			NEED(p = hp_get_uvarint(p, end, &w), "truncated value");
+			NEED(v < HP_STRINGS_MAX && w <= UINT32_MAX, "value out of range");
+			tick += (uint64_t)hp_unzigzag(u);
+			NEED(!value_half(s, out, tick, op, v, w), "out of memory");
+			recorded++;
 		} else {
 			NEED(0, "unknown event code");
 		}
@@ -246,6 +372,7 @@ void hp_funcs_free(struct hp_funcs *f)
 void hp_dec_stream_free(struct hp_dec_stream *s)
 {
 	free(s->stack);
+	free(s->repaired);
 	hp_opencount_free(&s->open);
 	*s = (struct hp_dec_stream){ 0 };
 }

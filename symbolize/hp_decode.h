@@ -28,14 +28,51 @@ struct hp_dec_stream {
 	/* A 0x41 whose frames are still being closed, down to this depth. */
 	size_t unwind_to;
 	int unwinding;
+	/* Regions (format 1.2) closed by a repair: their late ends are no news. */
+	uint32_t *repaired;
+	size_t nrepaired, repaired_cap;
+	/* The low half of a value, until its high half comes. */
+	uint32_t value_name, value_lo;
+	int value_half;
 };
 
-enum hp_ev_kind { HP_EV_ENTER, HP_EV_EXIT, HP_EV_RESET };
+/*
+ * Regions are frames: an enter and an exit of func HP_REGION_FUNC | string
+ * id, on the same stack as the functions (hp_funcmap gives them function
+ * ids of their own, whose address is HP_REGION_ADDR(string id)). The other
+ * control events carry no frame; the views skip them, or use them.
+ */
+enum hp_ev_kind {
+	HP_EV_ENTER,
+	HP_EV_EXIT,
+	HP_EV_RESET,
+	HP_EV_PAUSE,  /* the thread paused (hookprof_pause) */
+	HP_EV_RESUME,
+	HP_EV_STOP,   /* the process stopped recording (hookprof_stop) */
+	HP_EV_START,
+	HP_EV_MARK,   /* func: the string id of its text */
+	HP_EV_VALUE,  /* func: the string id of its name; value */
+	HP_EV_REGION_REPAIR, /* func: the region's string id; value: enum hp_region_repair */
+};
+
+enum hp_region_repair {
+	HP_REPAIR_NO_BEGIN = 1,  /* an end without a begin: dropped */
+	HP_REPAIR_NOT_ENDED,     /* still open when its function returned: ended there */
+	HP_REPAIR_OUT_OF_ORDER,  /* still open inside a region that ended: ended there */
+	HP_REPAIR_NEVER_ENDED,   /* open at the stream's end (hp_analyze finds those) */
+};
+
+#define HP_REGION_FUNC 0x80000000u
+#define HP_REGION_ADDR_BIT (1ull << 62)
+#define HP_REGION_ADDR(id) (HP_REGION_ADDR_BIT | (uint64_t)(id))
+static inline int hp_is_region_func(uint32_t func) { return func >= HP_REGION_FUNC; }
+static inline int hp_is_region_addr(uint64_t addr) { return (addr & HP_REGION_ADDR_BIT) != 0; }
 
 struct hp_ev {
 	uint64_t tick;
 	uint32_t func;
 	uint32_t kind;
+	int64_t value; /* HP_EV_VALUE, HP_EV_REGION_REPAIR */
 };
 
 struct hp_evbuf {

@@ -20,7 +20,10 @@
 #include <sys/stat.h>
 
 #include "hp_merge.h"
+#include "hp_format.h"
 #include "hp_opencount.h"
+#include "hp_pause.h"
+#include "hp_regions.h"
 
 #define NO_FRAME UINT32_MAX
 
@@ -39,6 +42,7 @@ struct tstate {
 	struct dframe *f;
 	size_t depth, cap;
 	struct hp_opencount open; /* sent frames per function */
+	struct hp_pause pause;    /* paused and stopped time is cut out (hp_pause.h) */
 	uint64_t last_tick;
 	int wanted;         /* the thread filter lets it through */
 };
@@ -319,8 +323,10 @@ static uint32_t global_fn(struct hp_drive *d, uint32_t func)
 	if (d->gfn[func] == HP_NO_FN) {
 		const struct hp_analysis *a = d->a;
 		struct hp_symbol s;
+		char region[HP_STRING_BYTES + 3];
 		uint32_t module = a->func_module ? a->func_module[func] : HP_SYMBOLS_ANY_MODULE;
-		hp_symbols_lookup_in(d->sym, module, a->funcs.addr[func], &s);
+		if (!hp_region_symbol(a, func, &s, region, sizeof(region)))
+			hp_symbols_lookup_in(d->sym, module, a->funcs.addr[func], &s);
 		d->gfn[func] = hp_fntab_intern(&d->fns, &s);
 		if (s.file && d->gfn[func] != HP_NO_FN && add_key(&d->seen[d->trace], &s))
 			return HP_NO_FN;
@@ -460,14 +466,19 @@ static int close_all(struct hp_drive *d, struct tstate *s, uint64_t tick, int lo
 static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		const struct hp_ev *e = &ev[i];
+		struct hp_ev cut;
+		if (!hp_pause_apply(&s->pause, &ev[i], &cut))
+			continue;
+		const struct hp_ev *e = &cut;
 		int rc;
 		if (e->kind == HP_EV_ENTER)
 			rc = push(d, s, e);
 		else if (e->kind == HP_EV_EXIT)
 			rc = s->depth ? pop(d, s, e->tick, 0) : 0;
-		else
+		else if (e->kind == HP_EV_RESET)
 			rc = close_all(d, s, s->last_tick, 1);
+		else
+			continue; /* marks, values, region repairs: no frame */
 		if (rc)
 			return -1;
 		if (e->kind != HP_EV_RESET)
@@ -573,6 +584,9 @@ static int end_trace(struct hp_drive *d, const struct hp_analysis *a)
 		}
 	}
 	free(order);
+	/* The regions the reader repaired, one line each (hp_analysis). */
+	for (size_t i = 0; d->o->warn && i < a->nwarnings; i++)
+		d->o->warn(a->warnings[i]);
 	size_t iter = 0;
 	const char *why;
 	while (d->sym && (why = hp_symbols_next_problem(d->sym, &iter)))

@@ -299,8 +299,21 @@ int hp_funcmap_apply(struct hp_funcmap *fm, const struct hp_funcs *dict, struct 
 	while (fm->nslots < dict->n)
 		if (map_index(fm, dict->addr[fm->nslots], out))
 			return -1;
-	for (size_t i = 0; i < n && !fm->identity; i++) {
-		if (ev[i].kind == HP_EV_RESET)
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind != HP_EV_ENTER && ev[i].kind != HP_EV_EXIT)
+			continue;
+		if (hp_is_region_func(ev[i].func)) {
+			/* A region is a function of its own, at an address no
+			 * module holds; function ids are no longer indices. */
+			uint32_t name = ev[i].func - HP_REGION_FUNC;
+			int64_t id = pair_id(fm, ev[i].func, HP_REGION_ADDR(name), HP_NO_MODULE, out);
+			if (id < 0)
+				return -1;
+			ev[i].func = (uint32_t)id;
+			fm->identity = 0;
+			continue;
+		}
+		if (fm->identity)
 			continue;
 		const struct index_slot *s = &fm->slot[ev[i].func];
 		if (s->count <= 1) {

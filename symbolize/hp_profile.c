@@ -104,7 +104,10 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 	if (!s || grow_funcs(p, nfuncs))
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		const struct hp_ev *e = &ev[i];
+		struct hp_ev cut;
+		if (!hp_pause_apply(&s->pause, &ev[i], &cut))
+			continue;
+		const struct hp_ev *e = &cut;
 		if (e->kind == HP_EV_EXIT) {
 			pop_frame(p, s, e->tick);
 		} else if (e->kind == HP_EV_ENTER) {
@@ -114,9 +117,11 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 				s->started = 1;
 				s->last_tick = e->tick;
 			}
-		} else {
+		} else if (e->kind == HP_EV_RESET) {
 			drop_frames(s);
 			continue;
+		} else {
+			continue; /* marks, values, repairs: no frame */
 		}
 		s->last_tick = e->tick;
 		s->events++;
@@ -143,6 +148,8 @@ int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *
 void hp_profile_reached(struct hp_profile *p, uint32_t stream, uint64_t tick)
 {
 	struct hp_pstream *s = stream < p->nstreams ? &p->streams[stream] : NULL;
+	if (s)
+		tick = hp_pause_tick(&s->pause, tick);
 	if (s && s->started && tick > s->last_tick)
 		s->last_tick = tick;
 }

@@ -11,6 +11,7 @@
 
 #include "hp_decode.h"
 #include "hp_opencount.h"
+#include "hp_pause.h"
 
 struct hp_fstat {
 	uint64_t calls;
@@ -33,6 +34,7 @@ struct hp_pstream {
 	uint64_t events;
 	int started;
 	struct hp_opencount open; /* open frames per function */
+	struct hp_pause pause;    /* paused and stopped time is cut out */
 };
 
 struct hp_profile {

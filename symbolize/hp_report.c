@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hp_format.h"
+#include "hp_regions.h"
 #include "hp_symbols.h"
 
 static struct hp_row *new_row(struct hp_rows *rows)
@@ -27,8 +29,10 @@ static int add_function_stat(struct hp_rows *rows, const struct hp_analysis *a,
 			     struct hp_symbols *sym, uint32_t func, const struct hp_fstat *f)
 {
 	struct hp_symbol s;
+	char region[HP_STRING_BYTES + 3];
 	uint32_t module = a->func_module ? a->func_module[func] : HP_SYMBOLS_ANY_MODULE;
-	hp_symbols_lookup_in(sym, module, a->funcs.addr[func], &s);
+	if (!hp_region_symbol(a, func, &s, region, sizeof(region)))
+		hp_symbols_lookup_in(sym, module, a->funcs.addr[func], &s);
 	struct hp_row *r = new_row(rows);
 	if (!r || !(r->name = strdup(s.name)) || !(r->module = strdup(s.module)) ||
 	    (s.file && !(r->file = strdup(s.file))))

@@ -679,6 +679,34 @@ static int parse_crash(struct hp_trace_info *info, struct cursor *c)
 	return 0;
 }
 
+/* An id past what the runtime hands out is corruption, not a reason to
+ * allocate. */
+static int parse_string(struct hp_trace_info *info, struct cursor *c)
+{
+	uint32_t id = take32(c);
+	char *s = take_string(c);
+	if (!s || id >= HP_STRINGS_MAX) {
+		free(s);
+		return -1;
+	}
+	if (id >= info->nstrings) {
+		uint32_t n = info->nstrings ? info->nstrings : 64;
+		while (n <= id)
+			n *= 2;
+		char **more = realloc(info->strings, n * sizeof(*more));
+		if (!more) {
+			free(s);
+			return -1;
+		}
+		memset(more + info->nstrings, 0, (n - info->nstrings) * sizeof(*more));
+		info->strings = more;
+		info->nstrings = n;
+	}
+	free(info->strings[id]);
+	info->strings[id] = s;
+	return 0;
+}
+
 int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *payload,
 		      uint32_t size, char *err, size_t errlen)
 {
@@ -695,6 +723,7 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 	case HP_REC_CRASH: rc = parse_crash(info, &c); break;
 	case HP_REC_STACK: rc = parse_stack(info, &c); break;
 	case HP_REC_PARENT: rc = parse_parent(info, &c); break;
+	case HP_REC_STRING: rc = parse_string(info, &c); break;
 	default: return 0; /* EVENTS are the decoder's; unknown types are skipped */
 	}
 	if (rc || c.bad) {
@@ -714,6 +743,9 @@ void hp_trace_info_free(struct hp_trace_info *info)
 		free(info->streams[i].root.pc);
 	free(info->streams);
 	free(info->crash.stack.pc);
+	for (uint32_t i = 0; i < info->nstrings; i++)
+		free(info->strings[i]);
+	free(info->strings);
 	memset(info, 0, sizeof(*info));
 }
 

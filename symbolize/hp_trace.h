@@ -116,7 +116,17 @@ struct hp_trace_info {
 	uint32_t parent_flags; /* HP_PARENT_* */
 	uint64_t fork_tick;
 	char *parent_trace;    /* "" unless forked */
+	/* STRING records (format 1.2): the control API's names and texts,
+	 * by id; NULL where none was read. */
+	char **strings;
+	uint32_t nstrings;     /* room in strings */
 };
+
+/* String `id` of the trace (STRING records), or NULL if it has none. */
+static inline const char *hp_trace_string(const struct hp_trace_info *info, uint32_t id)
+{
+	return id < info->nstrings ? info->strings[id] : NULL;
+}
 
 #define HP_STREAMS_MAX (1u << 24)
 /* More frames in a CRASH or STACK record is corruption (the runtime writes 256). */

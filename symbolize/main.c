@@ -80,7 +80,8 @@ static const char record_help[] =
 	"  --keep-symbols        pack each trace written (hookprof help pack) once the program exits\n"
 	"  -h, --help            this text\n"
 	"environment of a traced program (what record sets): HOOKPROF_OUTPUT (file, %p = pid,\n"
-	"%n = program, or an existing directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK.\n";
+	"%n = program, or an existing directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK,\n"
+"HOOKPROF_START=off (record nothing until the program calls hookprof_start()).\n";
 
 static const char report_help[] =
 	"usage: hookprof report [options] [TRACE|DIR...]\n"
@@ -120,7 +121,8 @@ static const char info_help[] =
 static const char dump_help[] =
 	"usage: hookprof dump [--partial] TRACE\n"
 	"  every event, the threads merged by time: thread, time in ns from the process\n"
-	"  start, enter or exit, function\n"
+	"  start, enter or exit, function; marks, values, pauses, stops and starts of the\n"
+	"  control API (hookprof.h)\n"
 	"  --partial             read a trace with no end record, or one cut short\n"
 	"  -h, --help            this text\n";
 
@@ -486,11 +488,127 @@ static void warn_cut(FILE *out, const struct hp_analysis *a)
 
 /* ---- report ---------------------------------------------------------- */
 
+/* ---- report --values ---------------------------------------------------- */
+
+static int values_wanted; /* report --values */
+
+/* Per value name, over every trace given (names, not ids: ids are per trace). */
+struct value_stat {
+	char *name;
+	uint64_t count;
+	int64_t min, max;
+	long double sum;
+};
+
+struct value_stats {
+	struct value_stat *v;
+	size_t n, cap;
+};
+
+static struct value_stat *value_stat_of(struct value_stats *vs, const char *name)
+{
+	for (size_t i = 0; i < vs->n; i++)
+		if (!strcmp(vs->v[i].name, name))
+			return &vs->v[i];
+	if (vs->n == vs->cap) {
+		size_t cap = vs->cap ? vs->cap * 2 : 16;
+		struct value_stat *v = realloc(vs->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		vs->v = v;
+		vs->cap = cap;
+	}
+	struct value_stat *st = &vs->v[vs->n];
+	*st = (struct value_stat){ .name = strdup(name), .min = INT64_MAX, .max = INT64_MIN };
+	if (!st->name)
+		return NULL;
+	vs->n++;
+	return st;
+}
+
+static int collect_values(void *arg, const struct hp_analysis *a, uint32_t stream,
+			  const struct hp_ev *ev, size_t n)
+{
+	(void)stream;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind != HP_EV_VALUE)
+			continue;
+		const char *name = hp_trace_string(&a->info, ev[i].func);
+		struct value_stat *st = value_stat_of(arg, name ? name : "?");
+		if (!st)
+			return -1;
+		st->count++;
+		st->sum += ev[i].value;
+		if (ev[i].value < st->min)
+			st->min = ev[i].value;
+		if (ev[i].value > st->max)
+			st->max = ev[i].value;
+	}
+	return 0;
+}
+
+static int by_value_name(const void *x, const void *y)
+{
+	return strcmp(((const struct value_stat *)x)->name, ((const struct value_stat *)y)->name);
+}
+
+static void print_values(int csv, struct value_stats *vs)
+{
+	if (vs->n)
+		qsort(vs->v, vs->n, sizeof(*vs->v), by_value_name);
+	if (csv)
+		printf("name,count,min,max,mean\n");
+	else
+		printf("%12s %20s %20s %24s  %s\n", "count", "min", "max", "mean", "value");
+	for (size_t i = 0; i < vs->n; i++) {
+		const struct value_stat *st = &vs->v[i];
+		double mean = (double)(st->sum / (long double)st->count);
+		if (csv)
+			printf("%s,%llu,%lld,%lld,%.17g\n", st->name, (unsigned long long)st->count,
+			       (long long)st->min, (long long)st->max, mean);
+		else
+			printf("%12llu %20lld %20lld %24.15g  %s\n", (unsigned long long)st->count,
+			       (long long)st->min, (long long)st->max, mean, st->name);
+	}
+}
+
+/* report --values: the values of hookprof_value, per name. */
+static int report_values(const struct hp_drive_opts *d, const struct hp_view_opts *vo, char **args,
+			 int n)
+{
+	struct value_stats vs = { 0 };
+	struct hp_cli_names all;
+	char err[ERRLEN];
+	int rc = hp_cli_expand_dirs(args, n, &all, err, sizeof(err));
+	for (size_t i = 0; i < all.n && !rc; i++) {
+		struct hp_analysis a;
+		rc = hp_analyze(all.v[i], d->analyze_flags, collect_values, &vs, &a, err, sizeof(err));
+		if (!rc) {
+			warn_cut(stderr, &a);
+			hp_analysis_free(&a);
+		}
+	}
+	hp_cli_names_free(&all);
+	if (!rc) {
+		print_values(!strcmp(vo->format, "csv"), &vs);
+		if (fflush(stdout)) {
+			snprintf(err, sizeof(err), "cannot write the report to standard output");
+			rc = -1;
+		}
+	}
+	for (size_t i = 0; i < vs.n; i++)
+		free(vs.v[i].name);
+	free(vs.v);
+	return rc ? hp_cli_print_error(err) : 0;
+}
+
 /* The flat view (hp_view_flat.c) over the traces, with the filters. */
 static int report_paths(struct hp_drive_opts *d, const struct hp_view_opts *vo, char **args, int n)
 {
 	struct hp_cli_names all;
 	char err[ERRLEN];
+	if (values_wanted)
+		return report_values(d, vo, args, n);
 	if (hp_cli_expand_dirs(args, n, &all, err, sizeof(err))) {
 		hp_cli_names_free(&all);
 		return hp_cli_print_error(err);
@@ -520,7 +638,7 @@ static int parse_report(int argc, char **argv, struct hp_drive_opts *d, struct h
 		{ "format", required_argument, NULL, 'f' }, { "sort", required_argument, NULL, 's' },
 		{ "limit", required_argument, NULL, 'l' },  { "partial", no_argument, NULL, 'p' },
 		{ "per-process", no_argument, NULL, 'P' },  { "per-run", no_argument, NULL, 'R' },
-		{ "per-thread", no_argument, NULL, 'T' },
+		{ "per-thread", no_argument, NULL, 'T' },  { "values", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
 	};
 	struct option opts[24];
@@ -547,6 +665,7 @@ static int parse_report(int argc, char **argv, struct hp_drive_opts *d, struct h
 		case 'P': if ((bad = set_per(vo, HP_PER_PROCESS))) return bad; break;
 		case 'R': if ((bad = set_per(vo, HP_PER_RUN))) return bad; break;
 		case 'T': if ((bad = set_per(vo, HP_PER_THREAD))) return bad; break;
+		case 'V': values_wanted = 1; break;
 		case HP_FILTER_OPT:
 			if (hp_filter_set(&d->filter, opts[index].name, optarg, err, sizeof(err)))
 				return hp_cli_usage_error("%s", err);
@@ -749,6 +868,32 @@ struct dump_state {
 	uint64_t tick0;       /* the process start: the first CLOCK or the first event */
 };
 
+/* A control event that is no frame: its line. */
+static void dump_control(const struct hp_analysis *a, uint32_t tid, double t, const struct hp_ev *e)
+{
+	static const char *const what[] = {
+		[HP_EV_PAUSE] = "pause", [HP_EV_RESUME] = "resume",
+		[HP_EV_STOP] = "stop", [HP_EV_START] = "start",
+	};
+	const char *s = hp_trace_string(&a->info, e->func);
+	if (e->kind == HP_EV_MARK)
+		printf("%u %.0f mark %s\n", tid, t, s ? s : "?");
+	else if (e->kind == HP_EV_VALUE)
+		printf("%u %.0f value %s %lld\n", tid, t, s ? s : "?", (long long)e->value);
+	else if (e->kind < sizeof(what) / sizeof(what[0]) && what[e->kind])
+		printf("%u %.0f %s\n", tid, t, what[e->kind]);
+}
+
+/* The regions the reader repaired (hookprof_region_begin/end misused). */
+static void warn_regions(const struct hp_analysis *a)
+{
+	for (size_t i = 0; i < a->nwarnings; i++)
+		fprintf(stderr, "hookprof: warning: %s: %s\n", a->path, a->warnings[i]);
+	if (a->warnings_more)
+		fprintf(stderr, "hookprof: warning: %s: %llu more region repairs\n", a->path,
+			(unsigned long long)a->warnings_more);
+}
+
 static int dump_event(void *arg, uint32_t stream, const struct hp_ev *ev, const struct hp_ev *next)
 {
 	(void)next;
@@ -761,8 +906,14 @@ static int dump_event(void *arg, uint32_t stream, const struct hp_ev *ev, const 
 		printf("%u - reset (events were lost here)\n", tid);
 		return ferror(stdout) ? -1 : 0;
 	}
-	const char *name = ev->func < d->names.n ? hp_row_name(&d->names.row[ev->func]) : "?";
+	if (ev->kind == HP_EV_REGION_REPAIR)
+		return 0; /* said on stderr */
 	double t = (double)(ev->tick - d->tick0) * a->tb.ns_per_tick;
+	if (ev->kind != HP_EV_ENTER && ev->kind != HP_EV_EXIT) {
+		dump_control(a, tid, t, ev);
+		return ferror(stdout) ? -1 : 0;
+	}
+	const char *name = ev->func < d->names.n ? hp_row_name(&d->names.row[ev->func]) : "?";
 	printf("%u %.0f %s %s\n", tid, t, ev->kind == HP_EV_ENTER ? "enter" : "exit", name);
 	return ferror(stdout) ? -1 : 0;
 }
@@ -814,8 +965,10 @@ static int dump_trace(const char *path, int flags, struct dump_state *d, char *e
 			snprintf(err, errlen, "cannot write to standard output");
 		rc = -1;
 	}
-	if (!rc)
+	if (!rc) {
 		warn_cut(stderr, &a);
+		warn_regions(&a);
+	}
 	hp_record_index_free(&ix);
 	hp_analysis_free(&a);
 	return rc;

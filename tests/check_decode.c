@@ -447,6 +447,118 @@ START_TEST(test_split_every_byte)
 }
 END_TEST
 
+/* Format 1.2: regions are frames on the same stack; their misuse is
+ * repaired, and each repair said once. */
+static void assert_repair(size_t i, uint32_t name, int why)
+{
+	ck_assert_uint_lt(i, evb.n);
+	ck_assert_msg(evb.ev[i].kind == HP_EV_REGION_REPAIR && evb.ev[i].func == name &&
+			      evb.ev[i].value == why,
+		      "event %zu: kind %u func %u value %lld, want repair %d of %u", i, evb.ev[i].kind,
+		      evb.ev[i].func, (long long)evb.ev[i].value, why, name);
+}
+
+START_TEST(test_region_nested_in_function)
+{
+	define_upto(1);
+	/* enter f @1, begin r7 @2, end r7 @5, exit f @6 */
+	BYTES(&b, 0x00, 0x01, 0x49, 0x07, 0x02, 0x4a, 0x07, 0x06, 0x81);
+	ck_assert_int_eq(ok_bb(), 4);
+	ck_assert_uint_eq(evb.n, 4);
+	assert_ev(0, HP_EV_ENTER, 0, 1);
+	assert_ev(1, HP_EV_ENTER, HP_REGION_FUNC | 7, 2);
+	assert_ev(2, HP_EV_EXIT, HP_REGION_FUNC | 7, 5);
+	assert_ev(3, HP_EV_EXIT, 0, 6);
+	ck_assert_uint_eq(dec.depth, 0);
+}
+END_TEST
+
+START_TEST(test_region_end_without_begin)
+{
+	define_upto(1);
+	BYTES(&b, 0x00, 0x01, 0x4a, 0x07, 0x02, 0x81);
+	ck_assert_int_eq(ok_bb(), 3);
+	ck_assert_uint_eq(evb.n, 3);
+	assert_ev(0, HP_EV_ENTER, 0, 1);
+	assert_repair(1, 7, HP_REPAIR_NO_BEGIN);
+	assert_ev(2, HP_EV_EXIT, 0, 3);
+}
+END_TEST
+
+START_TEST(test_region_not_ended_in_its_function)
+{
+	define_upto(1);
+	/* begin r7 inside f, f returns @4: r7 ends there; its late end is no news */
+	BYTES(&b, 0x00, 0x01, 0x49, 0x07, 0x02, 0x82, 0x4a, 0x07, 0x02);
+	ck_assert_int_eq(ok_bb(), 4);
+	ck_assert_uint_eq(evb.n, 5);
+	assert_ev(0, HP_EV_ENTER, 0, 1);
+	assert_ev(1, HP_EV_ENTER, HP_REGION_FUNC | 7, 2);
+	assert_ev(2, HP_EV_EXIT, HP_REGION_FUNC | 7, 4);
+	assert_repair(3, 7, HP_REPAIR_NOT_ENDED);
+	assert_ev(4, HP_EV_EXIT, 0, 4);
+	/* the late end of r7 came too, and said nothing */
+	ck_assert_uint_eq(dec.depth, 0);
+	ck_assert_uint_eq(dec.nrepaired, 0);
+}
+END_TEST
+
+START_TEST(test_region_out_of_order)
+{
+	/* begin a, begin b, end a: b ends with a, and b's own end is dropped */
+	BYTES(&b, 0x49, 0x01, 0x02, 0x49, 0x02, 0x02, 0x4a, 0x01, 0x02, 0x4a, 0x02, 0x02);
+	ck_assert_int_eq(ok_bb(), 4);
+	ck_assert_uint_eq(evb.n, 5);
+	assert_ev(0, HP_EV_ENTER, HP_REGION_FUNC | 1, 1);
+	assert_ev(1, HP_EV_ENTER, HP_REGION_FUNC | 2, 2);
+	assert_ev(2, HP_EV_EXIT, HP_REGION_FUNC | 2, 3);
+	assert_repair(3, 2, HP_REPAIR_OUT_OF_ORDER);
+	assert_ev(4, HP_EV_EXIT, HP_REGION_FUNC | 1, 3);
+	ck_assert_uint_eq(dec.depth, 0);
+}
+END_TEST
+
+START_TEST(test_region_closed_by_exit_of_caller)
+{
+	define_upto(2);
+	/* f calls g, g begins r3; f's exit (0x41, not the top) closes r3, g, f */
+	BYTES(&b, 0x00, 0x01, 0x01, 0x01, 0x49, 0x03, 0x02, 0x41, 0x00, 0x04);
+	ck_assert_int_eq(ok_bb(), 4);
+	ck_assert_uint_eq(evb.n, 7);
+	assert_ev(2, HP_EV_ENTER, HP_REGION_FUNC | 3, 3);
+	assert_ev(3, HP_EV_EXIT, HP_REGION_FUNC | 3, 5);
+	assert_repair(4, 3, HP_REPAIR_NOT_ENDED);
+	assert_ev(5, HP_EV_EXIT, 1, 5);
+	assert_ev(6, HP_EV_EXIT, 0, 5);
+	ck_assert_uint_eq(dec.depth, 0);
+}
+END_TEST
+
+START_TEST(test_value_halves)
+{
+	/* a high half without its low one, a low one without its high one
+	 * (another value's follows), then a whole value: one value */
+	BYTES(&b, 0x4d, 0x01, 0x02, 0x00, 0x4c, 0x01, 0x02, 0x05, 0x4c, 0x02, 0x02, 0x09,
+	      0x4d, 0x02, 0x00, 0x00);
+	ck_assert_int_eq(ok_bb(), 4);
+	ck_assert_uint_eq(evb.n, 1);
+	ck_assert_uint_eq(evb.ev[0].kind, HP_EV_VALUE);
+	ck_assert_uint_eq(evb.ev[0].func, 2);
+	ck_assert_int_eq(evb.ev[0].value, 9);
+	ck_assert_uint_eq(evb.ev[0].tick, 3);
+}
+END_TEST
+
+START_TEST(test_control_ids_bounded)
+{
+	BYTES(&b, 0x4b);
+	putu(&b, HP_STRINGS_MAX);
+	tk_put8(&b, 0x00);
+	ck_assert_int_eq(try_bb(), -1);
+	assert_why("string id out of range");
+}
+END_TEST
+
 /* ---------------------------------------------------------------- limits */
 
 /* How docs/format.md reads each op byte: operands, events, or invalid. */
@@ -464,6 +576,9 @@ static int operands_of(unsigned op, int *events)
 	case 0x42: return 2;
 	case 0x43: *events = 0; return 1;
 	case 0x44: *events = 0; return 0;
+	case 0x45: case 0x46: case 0x47: case 0x48: return 1; /* 1.2: pause .. start */
+	case 0x49: case 0x4a: case 0x4b: return 2;             /* region begin, end, mark */
+	case 0x4c: case 0x4d: return 3;                        /* value halves */
 	}
 	return -1;
 }
@@ -657,7 +772,7 @@ START_TEST(test_error_offsets)
 {
 	/* after a 6-byte prefix, the byte named lies in the failing entry */
 	prefix();
-	tk_put8(&b, 0x45);
+	tk_put8(&b, 0x4e);
 	ck_assert_int_eq(try_bb(), -1);
 	assert_why("unknown event code");
 	assert_at(6, 7);
@@ -857,6 +972,13 @@ static Suite *decode_suite(void)
 	tcase_add_test(core, test_reset);
 	tcase_add_test(core, test_ticks_exact);
 	tcase_add_test(core, test_split_every_byte);
+	tcase_add_test(core, test_region_nested_in_function);
+	tcase_add_test(core, test_region_end_without_begin);
+	tcase_add_test(core, test_region_not_ended_in_its_function);
+	tcase_add_test(core, test_region_out_of_order);
+	tcase_add_test(core, test_region_closed_by_exit_of_caller);
+	tcase_add_test(core, test_value_halves);
+	tcase_add_test(core, test_control_ids_bounded);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);

@@ -471,9 +471,104 @@ START_TEST(test_corrupt_inputs)
 	ck_assert_int_eq(decode_bad(empty_exit_long, 2), -1);
 	ck_assert_ptr_nonnull(strstr(err, "exit with no open frame"));
 
-	static const uint8_t unknown[] = { 0x45 };
+	static const uint8_t unknown[] = { 0x4e };
 	ck_assert_int_eq(decode_bad(unknown, 1), -1);
 	ck_assert_str_eq(err, "corrupt event data (unknown event code at byte 0 of a record)");
+}
+END_TEST
+
+/* Format 1.2: the control API's words, one op each, in order with the
+ * function events, none of them a frame for the encoder's stack. */
+#define CTL(kind, payload, t) { HP_RAW_CONTROL | (uint64_t)(kind) << 56 | (payload), (uint64_t)(t) }
+
+START_TEST(test_control_bytes)
+{
+	static const struct hp_raw ev[] = {
+		EN(0x1000, 10),
+		CTL(HP_RAW_PAUSE, 0, 12),
+		CTL(HP_RAW_RESUME, 0, 20),
+		CTL(HP_RAW_REGION_BEGIN, 3, 21),
+		CTL(HP_RAW_MARK, 200, 22),
+		CTL(HP_RAW_VALUE_LO, (5ull << 32) | 0xfffffff9u, 23),
+		CTL(HP_RAW_VALUE_HI, (5ull << 32) | 0xffffffffu, 23),
+		CTL(HP_RAW_REGION_END, 3, 25),
+		CTL(HP_RAW_STOP, 0, 24), /* a stop is recorded at its moment: earlier */
+		CTL(HP_RAW_START, 0, 30),
+		EX(0x1000, 31),
+	};
+	static const uint8_t want[] = {
+		0x43, 0x80, 0x20, 0x00, 0x0a, /* define 0 = 0x1000, enter 0 @10 */
+		0x45, 0x04,                   /* pause +2 */
+		0x46, 0x10,                   /* resume +8 */
+		0x49, 0x03, 0x02,             /* region begin 3, +1 */
+		0x4b, 0xc8, 0x01, 0x02,       /* mark 200, +1 */
+		0x4c, 0x05, 0x02, 0xf9, 0xff, 0xff, 0xff, 0x0f, /* value 5 low half, +1 */
+		0x4d, 0x05, 0x00, 0xff, 0xff, 0xff, 0xff, 0x0f, /* high half, +0 */
+		0x4a, 0x03, 0x04,             /* region end 3, +2 */
+		0x47, 0x01,                   /* stop, -1 */
+		0x48, 0x0c,                   /* start +6 */
+		0x81,                         /* the top function's exit is still 1 byte */
+	};
+	size_t len = encode(ev, NRAW(ev));
+	assert_bytes(buf, len, want, sizeof(want));
+	ck_assert_uint_eq(enc.depth, 0);
+}
+END_TEST
+
+START_TEST(test_control_round_trip)
+{
+	static const struct hp_raw ev[] = {
+		EN(0x1000, 10),
+		CTL(HP_RAW_PAUSE, 0, 12),
+		CTL(HP_RAW_RESUME, 0, 20),
+		CTL(HP_RAW_REGION_BEGIN, 3, 21),
+		CTL(HP_RAW_MARK, 200, 22),
+		CTL(HP_RAW_VALUE_LO, (5ull << 32) | 0xfffffff9u, 23),
+		CTL(HP_RAW_VALUE_HI, (5ull << 32) | 0xffffffffu, 23),
+		CTL(HP_RAW_REGION_END, 3, 25),
+		CTL(HP_RAW_STOP, 0, 24),
+		CTL(HP_RAW_START, 0, 30),
+		EX(0x1000, 31),
+	};
+	size_t len = encode(ev, NRAW(ev));
+	/* every raw event counts, as the EVENTS record's count says */
+	ck_assert_int_eq(decode(buf, len), NRAW(ev));
+	static const struct { uint32_t kind, func; uint64_t tick; int64_t value; } want[] = {
+		{ HP_EV_ENTER, 0, 10, 0 },
+		{ HP_EV_PAUSE, 0, 12, 0 },
+		{ HP_EV_RESUME, 0, 20, 0 },
+		{ HP_EV_ENTER, HP_REGION_FUNC | 3, 21, 0 },
+		{ HP_EV_MARK, 200, 22, 0 },
+		{ HP_EV_VALUE, 5, 23, -7 },
+		{ HP_EV_EXIT, HP_REGION_FUNC | 3, 25, 0 },
+		{ HP_EV_STOP, 0, 24, 0 },
+		{ HP_EV_START, 0, 30, 0 },
+		{ HP_EV_EXIT, 0, 31, 0 },
+	};
+	ck_assert_uint_eq(evb.n, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < evb.n; i++)
+		ck_assert_msg(evb.ev[i].kind == want[i].kind && evb.ev[i].func == want[i].func &&
+				      evb.ev[i].tick == want[i].tick && evb.ev[i].value == want[i].value,
+			      "event %zu: kind %u func %#x tick %llu value %lld", i, evb.ev[i].kind,
+			      evb.ev[i].func, (unsigned long long)evb.ev[i].tick,
+			      (long long)evb.ev[i].value);
+}
+END_TEST
+
+START_TEST(test_control_extreme_values)
+{
+	static const int64_t values[] = { INT64_MIN, INT64_MAX, 0, -1, 1ll << 32, (1ll << 32) - 1 };
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		uint64_t v = (uint64_t)values[i], tag = (uint64_t)(HP_STRINGS_MAX - 1) << 32;
+		struct hp_raw ev[] = { CTL(HP_RAW_VALUE_LO, tag | (v & 0xffffffffu), 1),
+				       CTL(HP_RAW_VALUE_HI, tag | (v >> 32), 2) };
+		size_t len = encode(ev, 2);
+		ck_assert_uint_le(len, hp_encode_bound(2));
+		ck_assert_int_eq(decode(buf, len), 2);
+		ck_assert_uint_eq(evb.n, 1);
+		ck_assert_int_eq(evb.ev[0].value, values[i]);
+		ck_assert_uint_eq(evb.ev[0].func, HP_STRINGS_MAX - 1);
+	}
 }
 END_TEST
 
@@ -481,7 +576,7 @@ END_TEST
 
 START_TEST(test_every_unknown_op)
 {
-	for (unsigned op = 0x45; op < 0x80; op++) {
+	for (unsigned op = HP_OP_VALUE_HI + 1; op < 0x80; op++) {
 		uint8_t b[3] = { (uint8_t)op, 0x01, 0x01 };
 		ck_assert_msg(decode_bad(b, sizeof(b)) == -1, "op 0x%02x accepted", op);
 		ck_assert_ptr_nonnull(strstr(err, "unknown event code"));
@@ -518,12 +613,13 @@ END_TEST
 
 START_TEST(test_bound_worst_enters)
 {
-	/* every event a new function at a 9-byte address, tick swinging by 2^62 and back:
+	/* every event a new function at a 9-byte address (the highest a function
+	 * can have: bit 62 marks a control word), tick swinging by 2^62 and back:
 	 * DEFINE + 0x42 with a large index and a 10-byte svarint */
 	enum { N = 6000 };
 	struct hp_raw *ev = calloc(N, sizeof(*ev));
 	for (size_t i = 0; i < N; i++) {
-		ev[i].addr = ((1ull << 63) - 1) - i * 16;
+		ev[i].addr = ((1ull << 62) - 1) - i * 16;
 		ev[i].tick = (i & 1) ? 0 : UINT64_MAX >> 1;
 	}
 	size_t len = encode(ev, N);
@@ -756,6 +852,9 @@ static Suite *encode_suite(void)
 	tcase_add_test(core, test_count_equals_raw_events);
 	tcase_add_test(core, test_corrupt_inputs);
 	tcase_add_test(core, test_random_round_trip);
+	tcase_add_test(core, test_control_bytes);
+	tcase_add_test(core, test_control_round_trip);
+	tcase_add_test(core, test_control_extreme_values);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);

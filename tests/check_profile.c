@@ -12,9 +12,9 @@
 
 #include "../symbolize/hp_profile.h"
 
-#define EN(f, t) { (uint64_t)(t), (uint32_t)(f), HP_EV_ENTER }
-#define EX(f, t) { (uint64_t)(t), (uint32_t)(f), HP_EV_EXIT }
-#define RESET { 0, 0, HP_EV_RESET }
+#define EN(f, t) { (uint64_t)(t), (uint32_t)(f), HP_EV_ENTER, 0 }
+#define EX(f, t) { (uint64_t)(t), (uint32_t)(f), HP_EV_EXIT, 0 }
+#define RESET { 0, 0, HP_EV_RESET, 0 }
 #define N(ev) (sizeof(ev) / sizeof((ev)[0]))
 
 enum { A, B, C, D, E, NF };
@@ -133,6 +133,46 @@ START_TEST(test_streams_do_not_share_frames)
 	feed(7, s7, N(s7));
 	feed(3, s3b, N(s3b));
 	assert_stat(C, 3, 103, 103, 1, 100);
+}
+END_TEST
+
+#define CT(kind, t) { (uint64_t)(t), 0, kind, 0 }
+
+START_TEST(test_pause_cut_from_open_frames)
+{
+	/* a calls b; b pauses 300 ticks; a second pause nests in a stop */
+	static const struct hp_ev ev[] = {
+		EN(A, 0), EN(B, 10), CT(HP_EV_PAUSE, 20), CT(HP_EV_RESUME, 320), EX(B, 330),
+		CT(HP_EV_STOP, 340), CT(HP_EV_PAUSE, 350), CT(HP_EV_START, 400),
+		CT(HP_EV_RESUME, 1340), EX(A, 1350),
+	};
+	feed(0, ev, N(ev));
+	hp_profile_finish(&prof);
+	/* b: 20 of its 320 ticks; a: 1350 less 300 and the 1000 stopped or paused */
+	assert_stat(B, 1, 20, 20, 20, 20);
+	assert_stat(A, 1, 50, 30, 50, 50);
+}
+END_TEST
+
+START_TEST(test_marks_and_values_are_no_frames)
+{
+	static const struct hp_ev ev[] = {
+		EN(A, 0), CT(HP_EV_MARK, 5), { 6, 0, HP_EV_VALUE, -3 }, EX(A, 10),
+	};
+	feed(0, ev, N(ev));
+	hp_profile_finish(&prof);
+	assert_stat(A, 1, 10, 10, 10, 10);
+}
+END_TEST
+
+START_TEST(test_stream_ends_paused)
+{
+	/* the frames open at the end close where the pause began */
+	static const struct hp_ev ev[] = { EN(A, 0), CT(HP_EV_PAUSE, 40) };
+	feed(0, ev, N(ev));
+	hp_profile_reached(&prof, 0, 5000);
+	hp_profile_finish(&prof);
+	assert_stat(A, 1, 40, 40, 40, 40);
 }
 END_TEST
 
@@ -303,6 +343,9 @@ static Suite *profile_suite(void)
 	TCase *core = tcase_create("core");
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_add_test(core, test_nested);
+	tcase_add_test(core, test_pause_cut_from_open_frames);
+	tcase_add_test(core, test_marks_and_values_are_no_frames);
+	tcase_add_test(core, test_stream_ends_paused);
 	tcase_add_test(core, test_nested_across_records);
 	tcase_add_test(core, test_recursion);
 	tcase_add_test(core, test_recursion_through_other);

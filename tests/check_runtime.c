@@ -161,6 +161,102 @@ START_TEST(test_simple_pattern)
 }
 END_TEST
 
+/* The control API: a paused thread records nothing, pauses nest. */
+static int child_paused(void *arg)
+{
+	(void)arg;
+	ENTER(FA);
+	hookprof_pause();
+	for (int i = 0; i < 5; i++) {
+		ENTER(FB);
+		EXIT(FB);
+	}
+	hookprof_pause();
+	hookprof_resume();
+	ENTER(FC); /* still paused */
+	EXIT(FC);
+	hookprof_region_begin("dropped");
+	hookprof_resume();
+	ENTER(FC);
+	EXIT(FC);
+	hookprof_resume(); /* one too many: nothing */
+	EXIT(FA);
+	return CHILD_OK;
+}
+
+START_TEST(test_control_pause_drops_events)
+{
+	const char *const env[] = { "HOOKPROF_OUTPUT", path, NULL };
+	run_ok(env, child_paused, NULL);
+	analyze();
+	/* a, c once, and the outermost pause and resume */
+	ck_assert_uint_eq(A.events, 6);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FB), 0);
+	ck_assert_uint_eq(tk_calls_of(&A, FC), 1);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
+}
+END_TEST
+
+static int child_phase(void *arg)
+{
+	(void)arg;
+	ENTER(FA); /* HOOKPROF_START=off: not recorded */
+	EXIT(FA);
+	if (hookprof_stop() != -1 || hookprof_start() != 0 || hookprof_start() != -1)
+		return CHILD_FLUSH;
+	ENTER(FB);
+	hookprof_stop();
+	ENTER(FC); /* stopped */
+	EXIT(FC);
+	hookprof_start();
+	EXIT(FB);
+	return CHILD_OK;
+}
+
+START_TEST(test_control_start_off_then_phase)
+{
+	const char *const env[] = { "HOOKPROF_OUTPUT", path, "HOOKPROF_START", "off", NULL };
+	run_ok(env, child_phase, NULL);
+	analyze();
+	/* b's enter and exit, the stop and the start its thread recorded */
+	ck_assert_uint_eq(A.events, 4);
+	ck_assert_uint_eq(tk_calls_of(&A, FA), 0);
+	ck_assert_uint_eq(tk_calls_of(&A, FB), 1);
+	ck_assert_uint_eq(tk_calls_of(&A, FC), 0);
+}
+END_TEST
+
+static int child_strings(void *arg)
+{
+	(void)arg;
+	ENTER(FA);
+	for (int i = 0; i < 3000; i++) {
+		hookprof_region_begin("r");
+		hookprof_value("v", i);
+		hookprof_region_end("r");
+	}
+	hookprof_mark("%s", "m");
+	EXIT(FA);
+	return CHILD_OK;
+}
+
+START_TEST(test_control_strings_interned_once)
+{
+	const char *const env[] = { "HOOKPROF_OUTPUT", path, NULL };
+	run_ok(env, child_strings, NULL);
+	analyze();
+	ck_assert_uint_eq(A.events, 2 + 3000 * 4 + 1);
+	ck_assert_str_eq(hp_trace_string(&A.info, 0), "r");
+	ck_assert_str_eq(hp_trace_string(&A.info, 1), "v");
+	ck_assert_str_eq(hp_trace_string(&A.info, 2), "m");
+	ck_assert_ptr_null(hp_trace_string(&A.info, 3));
+	/* the region is a function of the trace, called 3000 times */
+	ck_assert_uint_eq(A.funcs.n, 2);
+	ck_assert_uint_eq(A.prof.f[1].calls, 3000);
+}
+END_TEST
+
 static int child_3m(void *arg)
 {
 	(void)arg;
@@ -916,6 +1012,9 @@ static Suite *runtime_suite(void)
 	tcase_add_test(core, test_output_in_missing_directory);
 	tcase_add_test(core, test_flush_and_path);
 	tcase_add_test(core, test_errno_preserved);
+	tcase_add_test(core, test_control_pause_drops_events);
+	tcase_add_test(core, test_control_start_off_then_phase);
+	tcase_add_test(core, test_control_strings_interned_once);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);

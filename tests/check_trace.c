@@ -664,6 +664,58 @@ START_TEST(test_analyze_crash_open_frames)
 }
 END_TEST
 
+/* Format 1.2: STRING records, and the control events that name them. */
+static void string_rec(struct tk_bytes *b, uint32_t id, const char *text)
+{
+	size_t at = tk_rec_begin(b, HP_REC_STRING);
+	tk_put32(b, id);
+	tk_putstr(b, text);
+	tk_rec_end(b, at);
+}
+
+START_TEST(test_strings_and_regions)
+{
+	/* region 0 [parse] around nothing, an end of region 1 without a begin,
+	 * a value named 1, and region 0 again, never ended */
+	static const uint8_t ev[] = { 0x49, 0x00, 0x02, 0x4a, 0x00, 0x04, 0x4a, 0x01, 0x02,
+				      0x4c, 0x01, 0x00, 0x2a, 0x4d, 0x01, 0x00, 0x00,
+				      0x49, 0x00, 0x02 };
+	struct hp_analysis a;
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_MONOTONIC);
+	tk_thread_rec(&file, 0, 77, "worker");
+	string_rec(&file, 0, "parse");
+	string_rec(&file, 1, "depth");
+	tk_events_rec(&file, 0, 6, ev, sizeof(ev));
+	tk_end_rec(&file, 6, 0, 1);
+	save(&file);
+	ck_assert_int_eq(hp_analyze(path, 0, NULL, NULL, &a, err, sizeof(err)), 0);
+	ck_assert_str_eq(hp_trace_string(&a.info, 0), "parse");
+	ck_assert_str_eq(hp_trace_string(&a.info, 1), "depth");
+	ck_assert_ptr_null(hp_trace_string(&a.info, 2));
+	/* one function: the region, at its own address, called twice */
+	ck_assert_uint_eq(a.funcs.n, 1);
+	ck_assert_uint_eq(a.funcs.addr[0], HP_REGION_ADDR(0));
+	ck_assert_uint_eq(a.prof.f[0].calls, 2);
+	ck_assert_uint_eq(a.nwarnings, 2);
+	ck_assert_str_eq(a.warnings[0], "region [depth] on thread 77 (worker): ended without a begin (the end is ignored)");
+	ck_assert_str_eq(a.warnings[1], "region [parse] on thread 77 (worker): never ended (ended at the thread's last event)");
+	hp_analysis_free(&a);
+}
+END_TEST
+
+START_TEST(test_string_id_out_of_range)
+{
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_MONOTONIC);
+	string_rec(&file, HP_STRINGS_MAX, "x");
+	tk_end_rec(&file, 0, 0, 0);
+	save(&file);
+	assert_analyze_fails(0);
+	ck_assert_ptr_nonnull(strstr(err, "corrupt record of type 12"));
+}
+END_TEST
+
 /* ---------------------------------------------------------------- limits */
 
 START_TEST(test_missing_file)
@@ -898,7 +950,7 @@ END_TEST
 
 START_TEST(test_corrupt_event_data_names_file)
 {
-	static const uint8_t ev[] = { 0x45 };
+	static const uint8_t ev[] = { 0x4e };
 	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	tk_events_rec(&file, 0, 1, ev, sizeof(ev));
@@ -1164,6 +1216,8 @@ static Suite *trace_suite(void)
 	tcase_add_test(core, test_analyze_events);
 	tcase_add_test(core, test_stack_and_crash);
 	tcase_add_test(core, test_analyze_crash_open_frames);
+	tcase_add_test(core, test_strings_and_regions);
+	tcase_add_test(core, test_string_id_out_of_range);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);

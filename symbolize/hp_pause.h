@@ -1,0 +1,38 @@
+/*
+ * hp_pause.h - time a thread was paused (hookprof_pause) or the process
+ * stopped (hookprof_stop) is no function's: it is cut out of the thread's
+ * timeline. Each stream's ticks after a cut move back by the time cut out,
+ * so every frame open across it, and every frame after, is timed as if the
+ * pause had not been; frames and views need no change. The price: a
+ * thread's later events show earlier than the other threads' by its pauses
+ * (a stop cuts every thread alike).
+ */
+#ifndef HP_PAUSE_H
+#define HP_PAUSE_H
+
+#include <stdint.h>
+
+#include "hp_decode.h"
+
+struct hp_pause {
+	uint64_t cut;    /* ticks cut out so far */
+	uint64_t off_at; /* where the present cut began */
+	uint64_t last;   /* the newest tick seen */
+	uint8_t paused, stopped;
+};
+
+/* Where tick lies on the cut timeline (not moving the state). */
+static inline uint64_t hp_pause_tick(const struct hp_pause *p, uint64_t tick)
+{
+	if (p->paused || p->stopped)
+		tick = p->off_at;
+	return tick >= p->cut ? tick - p->cut : 0;
+}
+
+/*
+ * e, with its tick on the cut timeline, in *out: 1. A pause, resume, stop
+ * or start moves the state instead: 0, nothing to pass on.
+ */
+int hp_pause_apply(struct hp_pause *p, const struct hp_ev *e, struct hp_ev *out);
+
+#endif
