@@ -125,6 +125,7 @@ int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int 
  * tool's (record, the symbolizer) and its test scripts'. */
 static const char *const known_names[] = {
 	"HOOKPROF_OUTPUT", "HOOKPROF_MODE",	  "HOOKPROF_BUFFER",	 "HOOKPROF_CLOCK",
+	"HOOKPROF_START",
 	"HOOKPROF_LIB",	   "HOOKPROF_DEBUG_PATH", "HOOKPROF_BUILD",	 "HOOKPROF_SANITIZER",
 	"HOOKPROF_E2E_CFLAGS", "HOOKPROF_E2E_KEEP",
 };

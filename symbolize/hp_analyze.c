@@ -408,9 +408,14 @@ static int summary_events(struct hp_analysis *a, struct scan *sc, const uint8_t 
 		sc->tick = t;
 		sc->n = n;
 	}
-	if (hp_decode_ticks(payload + 8, size - 8, &sc->tick[stream], &a->last_tick) != (long)nevents) {
+	uint64_t first = a->has_first_tick ? a->first_tick : UINT64_MAX;
+	if (hp_decode_ticks(payload + 8, size - 8, &sc->tick[stream], &first, &a->last_tick) != (long)nevents) {
 		snprintf(err, errlen, "corrupt events record (stream %u)", stream);
 		return -1;
+	}
+	if (first != UINT64_MAX) {
+		a->first_tick = first;
+		a->has_first_tick = 1;
 	}
 	return 0;
 }
@@ -492,7 +497,10 @@ int hp_summarize(const char *path, int flags, hp_read_progress_fn progress, void
 double hp_analysis_duration_ns(const struct hp_analysis *a)
 {
 	const struct hp_trace_info *in = &a->info;
-	if (a->partial && a->last_tick > a->tb.tick0)
-		return hp_ticks_to_ns(&a->tb, a->last_tick - a->tb.tick0);
+	/* From the process start, as dump counts: the first CLOCK, or an event
+	 * before it. */
+	uint64_t start = a->has_first_tick && a->first_tick < a->tb.tick0 ? a->first_tick : a->tb.tick0;
+	if (a->partial && a->last_tick > start)
+		return hp_ticks_to_ns(&a->tb, a->last_tick - start);
 	return in->nclocks >= 2 ? (double)(in->clock_ns[1] - in->clock_ns[0]) : 0;
 }

@@ -312,7 +312,7 @@ bad:
 
 /* Ticks only: no stack, no dictionary, nothing named. An index is not
  * checked against the definitions (they may be in other streams' records). */
-long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *last)
+long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *first, uint64_t *last)
 {
 	const uint8_t *end = p + len;
 	uint64_t t = *tick, u, v;
@@ -328,9 +328,15 @@ long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *las
 			   op == HP_OP_EXIT_FN) {
 			if ((p = hp_get_uvarint(p, end, &v)) && (p = hp_get_uvarint(p, end, &u)))
 				t += op == HP_OP_ENTER_SHORT_MAX ? u : (uint64_t)hp_unzigzag(u);
-		} else if (op == HP_OP_EXIT_LONG) {
+		} else if (op == HP_OP_EXIT_LONG || (op >= HP_OP_PAUSE && op <= HP_OP_START)) {
 			if ((p = hp_get_uvarint(p, end, &u)))
 				t += (uint64_t)hp_unzigzag(u);
+		} else if (op >= HP_OP_REGION_BEGIN && op <= HP_OP_VALUE_HI) {
+			/* a string id, the tick, and for a value's half its 32 bits */
+			if ((p = hp_get_uvarint(p, end, &v)) && (p = hp_get_uvarint(p, end, &u)))
+				t += (uint64_t)hp_unzigzag(u);
+			if (p && op >= HP_OP_VALUE_LO)
+				p = hp_get_uvarint(p, end, &v);
 		} else if (op == HP_OP_DEFINE) {
 			p = hp_get_uvarint(p, end, &u);
 			continue;
@@ -342,6 +348,8 @@ long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *las
 		}
 		if (p && t > *last)
 			*last = t;
+		if (p && t < *first)
+			*first = t;
 		events++;
 	}
 	*tick = t;

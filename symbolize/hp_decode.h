@@ -111,11 +111,11 @@ static inline int hp_decode_done(const struct hp_dec_stream *s, const struct hp_
 }
 
 /* Only when the events of len bytes happened: *tick is the stream's current
- * tick (0 at its start), carried from record to record; *last becomes the
- * largest tick of an event if larger. The number of events, or -1 if the
+ * tick (0 at its start), carried from record to record; *first and *last
+ * become the smallest and largest tick of an event if beyond them. The number of events, or -1 if the
  * bytes are not an event stream. Much faster than decoding: for a reader
  * that needs when a stream ended, not what it did. */
-long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *last);
+long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *first, uint64_t *last);
 
 void hp_funcs_free(struct hp_funcs *f);
 void hp_dec_stream_free(struct hp_dec_stream *s);

@@ -585,8 +585,17 @@ static int end_trace(struct hp_drive *d, const struct hp_analysis *a)
 	}
 	free(order);
 	/* The regions the reader repaired, one line each (hp_analysis). */
-	for (size_t i = 0; d->o->warn && i < a->nwarnings; i++)
-		d->o->warn(a->warnings[i]);
+	for (size_t i = 0; d->o->warn && i < a->nwarnings; i++) {
+		char line[1024];
+		snprintf(line, sizeof(line), "%s: %s", a->path, a->warnings[i]);
+		d->o->warn(line);
+	}
+	if (d->o->warn && a->warnings_more) {
+		char line[1024];
+		snprintf(line, sizeof(line), "%s: %llu more region repairs", a->path,
+			 (unsigned long long)a->warnings_more);
+		d->o->warn(line);
+	}
 	size_t iter = 0;
 	const char *why;
 	while (d->sym && (why = hp_symbols_next_problem(d->sym, &iter)))
