@@ -588,4 +588,9 @@ struct hp_vthread *hp_drive_thread(const struct hp_drive *d, uint32_t id)
 	return id < d->nthreads ? d->threads[id] : NULL;
 }
 const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d) { return d->a; }
+void hp_drive_warn(const struct hp_drive *d, const char *line)
+{
+	if (d->o->warn)
+		d->o->warn(line);
+}
 uint64_t hp_drive_shown(const struct hp_drive *d) { return d->shown; }

@@ -68,6 +68,10 @@ uint32_t hp_drive_nthreads(const struct hp_drive *d);
 struct hp_vthread *hp_drive_thread(const struct hp_drive *d, uint32_t id);
 /* The analysis of the trace being read (in end: of the last one). */
 const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d);
+/* Tells the user something through the command's warn callback (one
+ * line, no newline): a view's warning, such as an output larger than is
+ * wise. Nothing without a callback. */
+void hp_drive_warn(const struct hp_drive *d, const char *line);
 /* Shown calls, per trace read (a filter that matched nothing says so). */
 uint64_t hp_drive_shown(const struct hp_drive *d);
 
