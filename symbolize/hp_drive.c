@@ -49,6 +49,9 @@ struct hp_drive {
 	struct hp_vthread **threads;
 	uint32_t nthreads, threads_cap;
 	uint64_t shown;
+	char **process;         /* per trace read: its program's name, as long as
+				 * the threads that point to it */
+	uint32_t nprocess;
 	/* The trace being read. */
 	uint32_t trace;
 	const struct hp_analysis *a;
@@ -231,7 +234,7 @@ static struct hp_vthread *new_thread(struct hp_drive *d, uint32_t stream)
 		t->tid = in->streams[stream].tid;
 		snprintf(t->name, sizeof(t->name), "%s", in->streams[stream].name);
 	}
-	t->process = base_name(in->exe);
+	t->process = d->process[d->trace];
 	d->threads[d->nthreads++] = t;
 	return t;
 }
@@ -429,9 +432,27 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 
 /* ---- one trace ------------------------------------------------------------ */
 
+/* The program's name outlives the trace's analysis: threads keep it. */
+static int keep_process_name(struct hp_drive *d, const struct hp_analysis *a)
+{
+	char **p = realloc(d->process, (d->trace + 1) * sizeof(*p));
+	if (!p)
+		return -1;
+	d->process = p;
+	while (d->nprocess <= d->trace)
+		p[d->nprocess++] = NULL;
+	if (!p[d->trace] && !(p[d->trace] = strdup(base_name(a->info.exe))))
+		return -1;
+	return 0;
+}
+
 static int begin_trace(struct hp_drive *d, const struct hp_analysis *a)
 {
 	d->a = a;
+	if (keep_process_name(d, a)) {
+		snprintf(d->err, d->errlen, "out of memory");
+		return -1;
+	}
 	if (hp_trace_timebase_ahead(&a->info, &d->tb)) {
 		snprintf(d->err, d->errlen, "no clock calibration in the trace (the run ended before it could be written)");
 		return -1;
@@ -575,6 +596,9 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	for (uint32_t i = 0; i < d.nthreads; i++)
 		free(d.threads[i]);
 	free(d.threads);
+	for (uint32_t i = 0; i < d.nprocess; i++)
+		free(d.process[i]);
+	free(d.process);
 	free(d.fnflags);
 	hp_fntab_free(&d.fns);
 	v->d = NULL;
