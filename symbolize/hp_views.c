@@ -5,10 +5,14 @@
 
 #include "hp_view.h"
 
+extern const struct hp_view_ops hp_view_chrome;
 extern const struct hp_view_ops hp_view_folded;
+extern const struct hp_view_ops hp_view_speedscope;
 
 const struct hp_view_ops *const hp_views[] = {
+	&hp_view_chrome,
 	&hp_view_folded,
+	&hp_view_speedscope,
 	NULL,
 };
 
