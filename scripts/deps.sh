@@ -15,6 +15,8 @@ fi
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v g++ >/dev/null 2>&1 || need="$need g++"
 command -v clang >/dev/null 2>&1 || need="$need clang"
+# The e2e tests read the JSON exports back with it (tests/e2e/sections/92-json-exports.sh).
+command -v python3 >/dev/null 2>&1 || need="$need python3"
 # The e2e tests count a failing mmap's retries with it.
 command -v strace >/dev/null 2>&1 || need="$need strace"
 # libFuzzer (make fuzz): Debian has it in libclang-rt-dev, only recommended by clang.
