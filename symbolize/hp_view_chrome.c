@@ -35,11 +35,16 @@ struct ctrace {            /* one per trace read */
 	char *process;     /* the program's name */
 };
 
+struct cname {
+	char *s;
+	size_t len;
+};
+
 struct chrome {
 	struct ctrace *traces;
 	uint32_t ntraces;
 	uint64_t base_ns;  /* CLOCK_MONOTONIC_RAW at the current trace's time 0 */
-	char **name;       /* per function: its name as a JSON string, quotes included */
+	struct cname *name; /* per function: its name as a JSON string, quotes included */
 	size_t nname;
 	int any;           /* an event was written: the next needs a comma */
 	uint64_t bytes;    /* written */
@@ -76,22 +81,26 @@ static char *json_string(const char *s)
 	return out;
 }
 
-static const char *name_of(struct chrome *c, const struct hp_fntab *fns, uint32_t fn)
+static const struct cname *name_of(struct chrome *c, const struct hp_fntab *fns, uint32_t fn)
 {
 	if (fn >= c->nname) {
 		size_t n = c->nname ? c->nname : 256;
 		while (n <= fn)
 			n *= 2;
-		char **q = realloc(c->name, n * sizeof(*q));
+		struct cname *q = realloc(c->name, n * sizeof(*q));
 		if (!q)
 			return NULL;
 		memset(q + c->nname, 0, (n - c->nname) * sizeof(*q));
 		c->name = q;
 		c->nname = n;
 	}
-	if (!c->name[fn])
-		c->name[fn] = json_string(hp_fntab_name(fns, fn));
-	return c->name[fn];
+	struct cname *nm = &c->name[fn];
+	if (!nm->s) {
+		if (!(nm->s = json_string(hp_fntab_name(fns, fn))))
+			return NULL;
+		nm->len = strlen(nm->s);
+	}
+	return nm;
 }
 
 /* Decimal digits of v at p, backwards from its end; returns the first. */
@@ -135,16 +144,6 @@ static char *put_ids(char *o, uint32_t pid, uint32_t tid)
 	p = put_u64(end, tid);
 	memcpy(o, p, (size_t)(end - p));
 	return o + (end - p);
-}
-
-static int emit(struct hp_view *v, const char *buf, size_t n)
-{
-	struct chrome *c = v->state;
-	if (c->any && fputs(",\n", v->out) == EOF)
-		return -1;
-	c->any = 1;
-	c->bytes += n + 2;
-	return fwrite(buf, 1, n, v->out) == n ? 0 : -1;
 }
 
 /* ---- the size warning ------------------------------------------------------ */
@@ -235,43 +234,78 @@ static uint64_t at_ns(const struct chrome *c, double ns)
 	return c->base_ns + (ns > 0 ? (uint64_t)(ns + 0.5) : 0);
 }
 
+/* The text that begins each of a thread's events: "pid":P,"tid":T. */
+struct cids {
+	uint8_t len;
+	char s[47];
+};
+
+static const struct cids *ids_of(struct chrome *c, struct hp_vthread *t)
+{
+	struct cids *ids = t->data;
+	if (!ids) {
+		if (!(ids = malloc(sizeof(*ids))))
+			return NULL;
+		ids->len = (uint8_t)(put_ids(ids->s, c->traces[t->trace].pid, t->tid) - ids->s);
+		t->data = ids;
+	}
+	return ids;
+}
+
+#define PUT(o, lit) (memcpy((o), (lit), sizeof(lit) - 1), (o) + sizeof(lit) - 1)
+
+/* The line of an event, up to its name: ",\n" unless it is the first, then
+ * {"ph":PH,"pid":P,"tid":T,"ts":TS. */
+static char *event_head(struct chrome *c, char *o, char ph, const struct cids *ids, uint64_t ts)
+{
+	if (c->any)
+		o = PUT(o, ",\n");
+	c->any = 1;
+	o = PUT(o, "{\"ph\":\"");
+	*o++ = ph;
+	o = PUT(o, "\",");
+	memcpy(o, ids->s, ids->len);
+	o += ids->len;
+	o = PUT(o, ",\"ts\":");
+	return put_us(o, ts);
+}
+
+static int write_line(struct hp_view *v, const char *buf, size_t n)
+{
+	struct chrome *c = v->state;
+	c->bytes += n;
+	return fwrite_unlocked(buf, 1, n, v->out) == n ? 0 : -1;
+}
+
 static int exit_chrome(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f)
 {
 	struct chrome *c = v->state;
-	const char *name = name_of(c, hp_drive_fns(v->d), f->fn);
-	if (!name)
+	const struct cname *name = name_of(c, hp_drive_fns(v->d), f->fn);
+	const struct cids *ids = ids_of(c, t);
+	if (!name || !ids)
 		return -1;
-	size_t nlen = strlen(name);
 	char stack[512];
-	char *buf = nlen + 200 <= sizeof(stack) ? stack : malloc(nlen + 200);
+	char *buf = name->len + 200 <= sizeof(stack) ? stack : malloc(name->len + 200);
 	if (!buf)
 		return -1;
 	uint64_t start = at_ns(c, f->start), end = at_ns(c, f->end);
-	uint32_t pid = c->traces[t->trace].pid;
-	char *o = buf;
-	o = put_str(o, f->lost ? "{\"ph\":\"B\"," : "{\"ph\":\"X\",");
-	o = put_ids(o, pid, t->tid);
-	o = put_str(o, ",\"ts\":");
-	o = put_us(o, start);
+	char *o = event_head(c, buf, f->lost ? 'B' : 'X', ids, start);
 	if (!f->lost) {
-		o = put_str(o, ",\"dur\":");
+		o = PUT(o, ",\"dur\":");
 		o = put_us(o, end - start);
 	}
-	o = put_str(o, ",\"name\":");
-	memcpy(o, name, nlen);
-	o += nlen;
+	o = PUT(o, ",\"name\":");
+	memcpy(o, name->s, name->len);
+	o += name->len;
 	if (f->lost)
-		o = put_str(o, ",\"args\":{\"end\":\"lost\"}");
+		o = PUT(o, ",\"args\":{\"end\":\"lost\"}");
 	*o++ = '}';
-	int rc = emit(v, buf, (size_t)(o - buf));
+	int rc = write_line(v, buf, (size_t)(o - buf));
 	if (!rc && f->lost) {
 		/* Where the trace lost it: its last tick before the gap. */
-		o = put_str(buf, "{\"ph\":\"E\",");
-		o = put_ids(o, pid, t->tid);
-		o = put_str(o, ",\"ts\":");
-		o = put_us(o, end);
+		o = event_head(c, buf, 'E', ids, end);
 		*o++ = '}';
-		rc = emit(v, buf, (size_t)(o - buf));
+		rc = write_line(v, buf, (size_t)(o - buf));
 	}
 	if (buf != stack)
 		free(buf);
@@ -279,19 +313,21 @@ static int exit_chrome(struct hp_view *v, struct hp_vthread *t, const struct hp_
 	return rc;
 }
 
-static int metadata(struct hp_view *v, const char *what, uint32_t pid, uint32_t tid,
-		    const char *name)
+/* {"ph":"M","pid":P,"tid":T,"name":WHAT,"args":{"name":NAME}} */
+static int metadata(struct hp_view *v, const char *what, const char *ids, const char *name)
 {
+	struct chrome *c = v->state;
 	char *s = json_string(name);
 	if (!s)
 		return -1;
 	char *line = NULL;
-	int n = asprintf(&line, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"args\":{\"name\":%s}}",
-			 pid, tid, what, s);
+	int n = asprintf(&line, "%s{\"ph\":\"M\",%s,\"name\":\"%s\",\"args\":{\"name\":%s}}",
+			 c->any ? ",\n" : "", ids, what, s);
 	free(s);
 	if (n < 0)
 		return -1;
-	int rc = emit(v, line, (size_t)n);
+	c->any = 1;
+	int rc = write_line(v, line, (size_t)n);
 	free(line);
 	return rc;
 }
@@ -300,17 +336,26 @@ static int end_chrome(struct hp_view *v, char *err, size_t errlen)
 {
 	struct chrome *c = v->state;
 	int rc = 0;
-	for (uint32_t i = 0; i < c->ntraces && !rc; i++)
-		rc = metadata(v, "process_name", c->traces[i].pid, 0, c->traces[i].process);
+	char ids[48];
+	for (uint32_t i = 0; i < c->ntraces && !rc; i++) {
+		*put_ids(ids, c->traces[i].pid, 0) = 0;
+		rc = metadata(v, "process_name", ids, c->traces[i].process);
+	}
 	for (uint32_t i = 0; i < hp_drive_nthreads(v->d) && !rc; i++) {
-		const struct hp_vthread *t = hp_drive_thread(v->d, i);
+		struct hp_vthread *t = hp_drive_thread(v->d, i);
+		const struct cids *tids = ids_of(c, t);
+		if (!tids) {
+			rc = -1;
+			break;
+		}
 		char name[96];
 		if (t->name[0])
 			snprintf(name, sizeof(name), "%s", t->name);
 		else
 			snprintf(name, sizeof(name), "%s %s", t->tid == t->pid ? "main" : "thread",
 				 t->process);
-		rc = metadata(v, "thread_name", c->traces[t->trace].pid, t->tid, name);
+		snprintf(ids, sizeof(ids), "%.*s", (int)tids->len, tids->s);
+		rc = metadata(v, "thread_name", ids, name);
 	}
 	if (!rc && fputs("\n]}\n", v->out) == EOF)
 		rc = -1;
@@ -322,13 +367,19 @@ static int end_chrome(struct hp_view *v, char *err, size_t errlen)
 static void close_chrome(struct hp_view *v)
 {
 	struct chrome *c = v->state;
+	if (v->d)
+		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
+			struct hp_vthread *t = hp_drive_thread(v->d, i);
+			free(t->data);
+			t->data = NULL;
+		}
 	if (!c)
 		return;
 	for (uint32_t i = 0; i < c->ntraces; i++)
 		free(c->traces[i].process);
 	free(c->traces);
 	for (size_t i = 0; i < c->nname; i++)
-		free(c->name[i]);
+		free(c->name[i].s);
 	free(c->name);
 	free(c);
 	v->state = NULL;
