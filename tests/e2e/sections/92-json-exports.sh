@@ -7,6 +7,8 @@
 # of processes and threads, and traces merged. Sourced by tests/e2e/run.sh;
 # uses threads and recursion (built there) and deepjump (20-reader.sh).
 
+build jsonnames g++ "${IF[@]}" -O1 "$SRC/jsonnames.cpp"
+
 JSON_CHECK=$T/json_check.py
 cat >"$JSON_CHECK" <<'EOF'
 # json_check.py FORMAT FILE CSV PROCESSES THREADS: checks an export (FORMAT
@@ -201,6 +203,11 @@ else
 	JSON_DEEPJUMP=$TRACE
 	json_export "json deepjump (longjmp out of 14000 frames)" chrome 1 1 "$JSON_DEEPJUMP"
 	json_export "json deepjump (longjmp out of 14000 frames)" speedscope 1 1 "$JSON_DEEPJUMP"
+
+	run preload json-names jsonnames
+	check_run "json names" preload 0 "jsonnames 63002"
+	json_export "json names with quotes (operator\"\" _km)" chrome 1 1 "$TRACE"
+	json_export "json names with quotes (operator\"\" _km)" speedscope 1 1 "$TRACE"
 
 	# Two programs, and one trace twice: each its own process.
 	json_export "json merged threads+recursion" chrome 2 11 "$JSON_THREADS" "$JSON_RECURSION"
