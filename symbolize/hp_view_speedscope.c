@@ -265,14 +265,41 @@ static int32_t frame_index(struct speedscope *s, uint32_t fn, int lost)
 	return s->frame[key];
 }
 
+/* Decimal digits of v ending at end; returns the first. */
+static char *digits(char *end, uint64_t v)
+{
+	do
+		*--end = (char)('0' + v % 10);
+	while (v /= 10);
+	return end;
+}
+
+#define PUT(o, lit) (memcpy((o), (lit), sizeof(lit) - 1), (o) + sizeof(lit) - 1)
+
+/* {"type":"O","frame":N,"at":T}, one to a line: built by hand, as a trace
+ * has millions. */
 static int write_events(struct speedscope *s, FILE *out, const struct sev *e, size_t n)
 {
+	char line[96], num[24], *end = num + sizeof(num);
 	for (size_t i = 0; i < n; i++) {
 		int32_t frame = frame_index(s, e[i].w & EV_FN, (e[i].w & EV_LOST) != 0);
 		if (frame < 0)
 			return -1;
-		fprintf(out, "%s{\"type\":\"%c\",\"frame\":%d,\"at\":%llu}", i ? ",\n" : "",
-			(e[i].w & EV_CLOSE) ? 'C' : 'O', frame, (unsigned long long)e[i].at);
+		char *o = line, *p;
+		if (i)
+			o = PUT(o, ",\n");
+		o = PUT(o, "{\"type\":\"");
+		*o++ = (e[i].w & EV_CLOSE) ? 'C' : 'O';
+		o = PUT(o, "\",\"frame\":");
+		p = digits(end, (uint64_t)frame);
+		memcpy(o, p, (size_t)(end - p));
+		o += end - p;
+		o = PUT(o, ",\"at\":");
+		p = digits(end, e[i].at);
+		memcpy(o, p, (size_t)(end - p));
+		o += end - p;
+		*o++ = '}';
+		fwrite_unlocked(line, 1, (size_t)(o - line), out);
 	}
 	return ferror(out) ? -1 : 0;
 }
