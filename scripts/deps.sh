@@ -27,6 +27,8 @@ have_header zlib.h || need="$need zlib1g-dev"
 command -v callgrind_annotate >/dev/null 2>&1 || need="$need valgrind"
 command -v go >/dev/null 2>&1 || need="$need golang-go"
 command -v protoc >/dev/null 2>&1 || need="$need protobuf-compiler"
+# The e2e tests read the JSON exports back with it (tests/e2e/sections/92-json-exports.sh).
+command -v python3 >/dev/null 2>&1 || need="$need python3"
 # The e2e tests count a failing mmap's retries with it.
 command -v strace >/dev/null 2>&1 || need="$need strace"
 # libFuzzer (make fuzz): Debian has it in libclang-rt-dev, only recommended by clang.

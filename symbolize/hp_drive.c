@@ -75,6 +75,9 @@ struct hp_drive {
 	struct hp_vthread **threads;
 	uint32_t nthreads, threads_cap;
 	uint64_t shown;
+	char **process;         /* per trace read: its program's name, as long as
+				 * the threads that point to it */
+	uint32_t nprocess;
 	/* The trace being read. */
 	uint32_t trace;
 	const struct hp_analysis *a;
@@ -260,7 +263,7 @@ static struct hp_vthread *new_thread(struct hp_drive *d, uint32_t stream)
 		t->tid = in->streams[stream].tid;
 		snprintf(t->name, sizeof(t->name), "%s", in->streams[stream].name);
 	}
-	t->process = base_name(in->exe);
+	t->process = d->process[d->trace];
 	d->threads[d->nthreads++] = t;
 	return t;
 }
@@ -489,9 +492,27 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 
 /* ---- one trace ------------------------------------------------------------ */
 
+/* The program's name outlives the trace's analysis: threads keep it. */
+static int keep_process_name(struct hp_drive *d, const struct hp_analysis *a)
+{
+	char **p = realloc(d->process, (d->trace + 1) * sizeof(*p));
+	if (!p)
+		return -1;
+	d->process = p;
+	while (d->nprocess <= d->trace)
+		p[d->nprocess++] = NULL;
+	if (!p[d->trace] && !(p[d->trace] = strdup(base_name(a->info.exe))))
+		return -1;
+	return 0;
+}
+
 static int begin_trace(struct hp_drive *d, const struct hp_analysis *a)
 {
 	d->a = a;
+	if (keep_process_name(d, a)) {
+		snprintf(d->err, d->errlen, "out of memory");
+		return -1;
+	}
 	if (hp_trace_timebase_ahead(&a->info, &d->tb)) {
 		snprintf(d->err, d->errlen, "no clock calibration in the trace (the run ended before it could be written)");
 		return -1;
@@ -854,6 +875,9 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	for (uint32_t i = 0; i < d.nthreads; i++)
 		free(d.threads[i]);
 	free(d.threads);
+	for (uint32_t i = 0; i < d.nprocess; i++)
+		free(d.process[i]);
+	free(d.process);
 	free(d.fnflags);
 	hp_fntab_free(&d.fns);
 	for (int i = 0; d.seen && i < npaths; i++) {
@@ -873,6 +897,11 @@ struct hp_vthread *hp_drive_thread(const struct hp_drive *d, uint32_t id)
 	return id < d->nthreads ? d->threads[id] : NULL;
 }
 const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d) { return d->a; }
+void hp_drive_warn(const struct hp_drive *d, const char *line)
+{
+	if (d->o->warn)
+		d->o->warn(line);
+}
 uint64_t hp_drive_shown(const struct hp_drive *d) { return d->shown; }
 
 double hp_drive_origin(const struct hp_drive *d)

@@ -77,6 +77,10 @@ const struct hp_analysis *hp_drive_analysis(const struct hp_drive *d);
  * CLOCK): its first CLOCK or its earliest event, whichever came first, so
  * 0 or less. Times less this are never negative. */
 double hp_drive_origin(const struct hp_drive *d);
+/* Tells the user something through the command's warn callback (one
+ * line, no newline): a view's warning, such as an output larger than is
+ * wise. Nothing without a callback. */
+void hp_drive_warn(const struct hp_drive *d, const char *line);
 /* Shown calls, per trace read (a filter that matched nothing says so). */
 uint64_t hp_drive_shown(const struct hp_drive *d);
 

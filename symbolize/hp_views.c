@@ -12,9 +12,11 @@ extern const struct hp_view_ops hp_view_tree;
 extern const struct hp_view_ops hp_view_graph;
 extern const struct hp_view_ops hp_view_replay;
 extern const struct hp_view_ops hp_view_folded;
+extern const struct hp_view_ops hp_view_chrome;
+extern const struct hp_view_ops hp_view_perfetto;
+extern const struct hp_view_ops hp_view_speedscope;
 extern const struct hp_view_ops hp_view_callgrind;
 extern const struct hp_view_ops hp_view_pprof;
-extern const struct hp_view_ops hp_view_perfetto;
 
 const struct hp_view_ops *const hp_views[] = {
 	&hp_view_flat,
@@ -22,9 +24,11 @@ const struct hp_view_ops *const hp_views[] = {
 	&hp_view_graph,
 	&hp_view_replay,
 	&hp_view_folded,
+	&hp_view_chrome,
+	&hp_view_perfetto,
+	&hp_view_speedscope,
 	&hp_view_callgrind,
 	&hp_view_pprof,
-	&hp_view_perfetto,
 	NULL,
 };
 
