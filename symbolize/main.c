@@ -751,7 +751,7 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 	print_clock(a);
 	printf("mode:     %s\n", in->flags & 1 ? "ring" : "stream");
 	print_buffer(in);
-	printf("duration: %.6f s%s\n", hp_analysis_duration_ns(a) / 1e9,
+	printf("duration: %.9f s%s\n", hp_analysis_duration_ns(a) / 1e9,
 	       a->partial && a->last_tick ? " (to the last event: the run was cut short)" : "");
 	printf("times:    wall-clock; a function's time in a report is summed over its threads\n");
 	if (a->decoded)
