@@ -702,7 +702,8 @@ static int read_in_time_order(struct hp_drive *d, const char *path, struct hp_an
 
 static int read_in_file_order(struct hp_drive *d, const char *path, struct hp_analysis *a)
 {
-	return hp_analyze(path, d->o->analyze_flags, on_events, d, a, d->err, d->errlen);
+	return hp_analyze_progress(path, d->o->analyze_flags, on_events, d, d->o->progress,
+				   d->o->progress_arg, a, d->err, d->errlen);
 }
 
 static int note(struct hp_drive *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -46,6 +46,10 @@ struct hp_drive_opts {
 	/* The view shows each trace apart (report --per-process): traces of
 	 * unrelated programs are no concern. */
 	int traces_apart;
+	/* Told of the bytes of each trace read so far (a long read shows it on
+	 * a terminal: hp_progress_reading). May be NULL. */
+	hp_read_progress_fn progress;
+	void *progress_arg;
 };
 
 /* Parses one of the filter options (argument of getopt_long's name `opt`:

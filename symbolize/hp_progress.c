@@ -32,6 +32,16 @@ void hp_progress_start(struct hp_progress *p, const char *what, uint64_t total)
 	hp_progress_start_on(p, stderr, isatty(STDERR_FILENO), what, total);
 }
 
+void hp_progress_reading(void *arg, uint64_t done, uint64_t total)
+{
+	struct hp_progress *p = arg;
+	if (p->total != total) {
+		hp_progress_done(p);
+		hp_progress_start(p, "reading the trace", total);
+	}
+	hp_progress_update(p, done);
+}
+
 void hp_progress_update(struct hp_progress *p, uint64_t done)
 {
 	if (!p->out || !p->total)

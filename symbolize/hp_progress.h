@@ -27,6 +27,9 @@ void hp_progress_start(struct hp_progress *p, const char *what, uint64_t total);
 void hp_progress_start_on(struct hp_progress *p, FILE *out, int tty, const char *what,
 			  uint64_t total);
 void hp_progress_update(struct hp_progress *p, uint64_t done);
+/* An hp_read_progress_fn (hp_analyze.h) for a command reading several
+ * traces: arg is an hp_progress, started again at each new total. */
+void hp_progress_reading(void *arg, uint64_t done, uint64_t total);
 /* Clears the line, if one was shown, so that what follows starts clean. */
 void hp_progress_done(struct hp_progress *p);
 

@@ -16,6 +16,7 @@
 
 #include "hp_cli.h"
 #include "hp_drive.h"
+#include "hp_progress.h"
 
 #define ERRLEN 1024
 
@@ -223,7 +224,11 @@ static int run(struct cmdline *c, const struct hp_view_ops *ops)
 	c->dopts.analyze_flags = HP_ANALYZE_NO_PROFILE | (c->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0);
 	c->dopts.warn = warn_line;
 	struct hp_view v = { .ops = ops, .opts = &c->vo, .out = out };
+	struct hp_progress progress = { 0 };
+	c->dopts.progress = hp_progress_reading;
+	c->dopts.progress_arg = &progress;
 	int failed = hp_drive(all.v, (int)all.n, &c->dopts, &v, err, sizeof(err)) != 0;
+	hp_progress_done(&progress);
 	failed |= close_output(out, c, failed, err, sizeof(err));
 	hp_cli_names_free(&all);
 	return failed ? hp_cli_print_error(err) : 0;

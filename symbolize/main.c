@@ -616,7 +616,11 @@ static int report_paths(struct hp_drive_opts *d, const struct hp_view_opts *vo, 
 	d->warn = warn_names;
 	d->traces_apart = vo->per == HP_PER_PROCESS;
 	struct hp_view v = { .ops = hp_view_find("report"), .opts = vo, .out = stdout };
+	struct hp_progress progress = { 0 };
+	d->progress = hp_progress_reading;
+	d->progress_arg = &progress;
 	int rc = hp_drive(all.v, (int)all.n, d, &v, err, sizeof(err));
+	hp_progress_done(&progress);
 	hp_cli_names_free(&all);
 	if (!rc && fflush(stdout))
 		return hp_cli_print_error("cannot write the report to standard output");
