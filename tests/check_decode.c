@@ -602,7 +602,7 @@ START_TEST(test_every_op_byte)
 			assert_why("unknown event code");
 			continue;
 		}
-		uint8_t rec[3];
+		uint8_t rec[8]; /* the op and up to three operands of one byte each */
 		size_t len = b.n;
 		memcpy(rec, b.p, len);
 		long n = try_bb();
