@@ -239,6 +239,7 @@ graph_csv "graph of two traces" "$TG_TRACE" "$TRACE" && edges_are "graph of two 
 
 # ---- recursion 100000 deep, threads ---------------------------------------------
 
+if ! skipped_under thread -- "tree and graph of the recursion" "$DEEP_STACK"; then
 build tg_recursion gcc "${IF[@]}" -O2 -pthread "$SRC/recursion.c"
 run preload tg-recursion tg_recursion
 graph_csv "recursion" "$TRACE" &&
@@ -267,6 +268,7 @@ p=rec_thread
 for i in 1 2 3 4; do p="$p;rec_fib"; fib+=("$p=$((1 << (i - 1)))"); done
 tree_csv "recursion --depth=5" --depth=5 "$TRACE" &&
 	paths_are "recursion tree --depth=5 (each level a path)" main=1 rec_thread=1 "${down[@]}" "${fib[@]}"
+fi
 
 build tg_threads gcc "${IF[@]}" -O1 -pthread "$SRC/threads.c" "${LINK[@]}"
 run linked tg-threads tg_threads

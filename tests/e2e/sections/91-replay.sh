@@ -94,8 +94,10 @@ check_run "replay: threads" preload 0 "threads done 1"
 replay_checks "replay: 8 threads" "$TRACE"
 dump_checks "dump: 8 threads" "$TRACE"
 
-run preload replay-recursion recursion
-replay_checks "replay: recursion 100000 deep and fib" "$TRACE"
+if ! skipped_under thread -- "replay of the recursion" "$DEEP_STACK"; then
+	run preload replay-recursion recursion
+	replay_checks "replay: recursion 100000 deep and fib" "$TRACE"
+fi
 
 run preload replay-deepjump deepjump
 replay_checks "replay: longjmp out of a recursion 14000 deep" "$TRACE"
