@@ -79,10 +79,10 @@ warns "the same trace twice" "$FD/twice.err" "are the same file: its calls are c
 cp "$NT" "$FD/copy.hookprof"
 "$HP" report --format=csv "$NT" "$FD/copy.hookprof" >"$FD/copy.csv" 2>"$FD/copy.err"
 warns "a trace and its copy" "$FD/copy.err" "are the same trace \(one process, one start\)"
-run preload flat-recursion recursion
+run preload flat-deepjump deepjump
 RT=$TRACE
 "$HP" report --format=csv "$NT" "$RT" >"$FD/two.csv" 2>"$FD/two.err"
-warns "traces of two unrelated programs" "$FD/two.err" "\(nested_O0\) and .* \(recursion\) are traces of unrelated programs"
+warns "traces of two unrelated programs" "$FD/two.err" "\(nested_O0\) and .* \(deepjump\) are traces of unrelated programs"
 "$HP" report --per-process --format=csv "$NT" "$RT" >"$FD/two.csv" 2>"$FD/two.err"
 check "two unrelated programs, --per-process: no warning" "stderr: $(brief "$FD/two.err")" [ ! -s "$FD/two.err" ]
 
