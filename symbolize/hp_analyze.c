@@ -251,7 +251,10 @@ static int keep_crash_open_frames(struct hp_analysis *a)
 	return 0;
 }
 
-static int finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
+/* What a whole trace must have, read whole or only summarised: an END (or
+ * --partial), as many events as END says (`how`: decoded or counted), and
+ * a clock calibration. */
+static int check_whole(struct hp_analysis *a, int flags, const char *how, char *err, size_t errlen)
 {
 	if (!a->info.has_end && !(flags & HP_ANALYZE_ALLOW_PARTIAL)) {
 		snprintf(err, errlen, "incomplete trace: no end record (the program was killed, "
@@ -260,14 +263,21 @@ static int finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
 	}
 	a->partial = !a->info.has_end;
 	if (a->info.has_end && a->info.end_events != a->events) {
-		snprintf(err, errlen, "corrupt trace: %llu events decoded where %llu were written",
-			 (unsigned long long)a->events, (unsigned long long)a->info.end_events);
+		snprintf(err, errlen, "corrupt trace: %llu events %s where %llu were written",
+			 (unsigned long long)a->events, how, (unsigned long long)a->info.end_events);
 		return -1;
 	}
 	if (hp_trace_timebase(&a->info, &a->tb)) {
 		snprintf(err, errlen, "no clock calibration in the trace (the run ended before it could be written)");
 		return -1;
 	}
+	return 0;
+}
+
+static int finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
+{
+	if (check_whole(a, flags, "decoded", err, errlen))
+		return -1;
 	if (keep_crash_open_frames(a)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -452,22 +462,7 @@ static int summary_pass(struct hp_analysis *a, struct scan *sc, int flags,
 
 static int summary_finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
 {
-	if (!a->info.has_end && !(flags & HP_ANALYZE_ALLOW_PARTIAL)) {
-		snprintf(err, errlen, "incomplete trace: no end record (the program was killed, "
-				      "or the file was cut short); --partial reports what it holds");
-		return -1;
-	}
-	a->partial = !a->info.has_end;
-	if (a->info.has_end && a->info.end_events != a->events) {
-		snprintf(err, errlen, "corrupt trace: %llu events counted where %llu were written",
-			 (unsigned long long)a->events, (unsigned long long)a->info.end_events);
-		return -1;
-	}
-	if (hp_trace_timebase(&a->info, &a->tb)) {
-		snprintf(err, errlen, "no clock calibration in the trace (the run ended before it could be written)");
-		return -1;
-	}
-	return 0;
+	return check_whole(a, flags, "counted", err, errlen);
 }
 
 int hp_summarize(const char *path, int flags, hp_read_progress_fn progress, void *arg,
