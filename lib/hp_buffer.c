@@ -50,6 +50,9 @@ static int no_buffer_warned;
 
 /* hookprof_thread_name's before the thread had a buffer: string id + 1. */
 static __thread uint32_t name_before_buffer __attribute__((tls_model("initial-exec")));
+/* This thread is inside chunk work (counted in chunk_workers): a fatal
+ * signal's flush on it does not wait for itself. */
+static __thread uint32_t chunk_work_depth __attribute__((tls_model("initial-exec")));
 static uint32_t stopping_tid; /* a fatal signal's flush runs there: the others stop */
 static uint32_t chunk_workers; /* threads inside enter_chunk_work */
 
@@ -104,10 +107,18 @@ static struct hp_raw *chunk_end(const struct hp_thread *t)
 	return chunk_base(t, t->head) + HP_CHUNK_EVENTS;
 }
 
-static void use_chunk(struct hp_thread *t)
+/* The hook's fast path goes on in the chunk from here. */
+static void arm_end(struct hp_thread *t)
+{
+	hp_tls.end = hp_tick_is_tsc ? chunk_end(t) : NULL;
+}
+
+static void use_chunk(struct hp_thread *t, int arm)
 {
 	hp_tls.pos = chunk_base(t, t->head);
-	hp_tls.end = hp_tick_is_tsc ? chunk_end(t) : NULL;
+	t->own[slot_of(t, t->head)].tick = 0;
+	if (arm)
+		arm_end(t);
 }
 
 /* A fatal signal from a stack overflow needs another stack for the final
@@ -129,8 +140,9 @@ static void drop_signal_stack(struct hp_thread *t)
 static struct hp_thread *thread_create(uint64_t first_func)
 {
 	size_t events_bytes = buffer_chunks * HP_CHUNK_BYTES;
-	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) +
-		       buffer_chunks * sizeof(uint32_t);
+	size_t lens = (buffer_chunks * sizeof(uint32_t) + 7) & ~(size_t)7;
+	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) + lens +
+		       buffer_chunks * sizeof(struct hp_chunk_own);
 	bytes = (bytes + 4095) & ~(size_t)4095;
 	/* Buffer first so it is page-aligned; signal stack, then bookkeeping. */
 	char *mem = hp_pages_alloc(bytes);
@@ -143,6 +155,7 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	use_signal_stack(t, mem + events_bytes);
 	t->base = (struct hp_raw *)mem;
 	t->chunk_len = (uint32_t *)(t + 1);
+	t->own = (struct hp_chunk_own *)((char *)t->chunk_len + lens);
 	t->map_bytes = bytes;
 	t->nchunks = (uint32_t)buffer_chunks;
 	t->tls = &hp_tls;
@@ -229,13 +242,14 @@ static void count_lost(int reason)
 		hp_runtime_count_lost(reason);
 }
 
-/* Publishes the partial chunk, if it holds anything, and takes a free one. */
-static void next_chunk(struct hp_thread *t)
+/* Publishes the partial chunk, if it holds anything, and takes a free one
+ * (arm: the fast path may use it at once). */
+static void next_chunk(struct hp_thread *t, int arm)
 {
 	if (hp_tls.pos != chunk_base(t, t->head))
 		publish(t);
 	make_room(t);
-	use_chunk(t);
+	use_chunk(t, arm);
 }
 
 static int in_chunk_seq(const struct hp_thread *t, uint32_t seq, const struct hp_raw *e)
@@ -289,12 +303,12 @@ static struct hp_raw *take_slot_slow(struct hp_thread *t)
  * ran; where the next chunk follows in memory those slots are at its start,
  * and stay theirs (they find them inside the chunk when they resume).
  */
-static void switch_chunk(struct hp_thread *t)
+static void switch_chunk(struct hp_thread *t, int arm)
 {
 	struct hp_raw *old_end = chunk_end(t);
 	struct hp_raw *taken_to = hp_tls.pos;
 	clamp_pos(t);
-	next_chunk(t);
+	next_chunk(t, arm);
 	if (taken_to > old_end && taken_to <= old_end + HP_CHUNK_EVENTS &&
 	    chunk_base(t, t->head) == old_end)
 		hp_tls.pos = taken_to;
@@ -346,10 +360,10 @@ static struct hp_thread *start_thread(uint64_t first_func)
 		return NULL;
 	hp_tls.thread = t;
 	make_room(t);
-	use_chunk(t);
+	use_chunk(t, 1);
 	put_inherited(t);
 	if (hp_tls.pos >= chunk_end(t))
-		next_chunk(t);
+		next_chunk(t, 1);
 	return t;
 }
 
@@ -426,9 +440,11 @@ static void __attribute__((noreturn)) park_until_death(struct hp_raw *taken)
  * head): the final flush of a fatal signal waits until no other thread is
  * in it. 0, without entering, if the thread must stop instead.
  */
-static int enter_chunk_work(void)
+static int enter_chunk_work(int busy)
 {
-	hp_tls.busy = 1;
+	if (busy)
+		hp_tls.busy = 1;
+	chunk_work_depth++;
 	/* Seq_cst, and stopping_tid read after it: pairs with
 	 * hp_buffer_stop_others, which stores stopping_tid, then reads the
 	 * count. Either it waits for us, or we see it and stop. */
@@ -436,12 +452,13 @@ static int enter_chunk_work(void)
 	if (!must_stop())
 		return 1;
 	__atomic_fetch_sub(&chunk_workers, 1, __ATOMIC_RELEASE);
+	chunk_work_depth--;
 	return 0;
 }
 
 static int control_disarmed(void);
 
-static void leave_chunk_work(void)
+static void leave_chunk_work(int busy)
 {
 	/* The final flush gave up waiting for us (a slow writer): the end
 	 * the chunk switch gave is not to be used, the next event stops.
@@ -450,7 +467,9 @@ static void leave_chunk_work(void)
 		hp_tls.end = NULL;
 	/* Release: the chunk switch is complete before the final flush's snapshot. */
 	__atomic_fetch_sub(&chunk_workers, 1, __ATOMIC_RELEASE);
-	hp_tls.busy = 0;
+	chunk_work_depth--;
+	if (busy)
+		hp_tls.busy = 0;
 }
 
 /* Waiting for a free chunk when a fatal signal's flush begins: the chunk
@@ -465,7 +484,7 @@ static void stop_in_chunk_work(void)
  * chunk while the writer is slow); the flush then goes on without it. */
 static void wait_for_chunk_workers(void)
 {
-	uint32_t self = hp_tls.busy ? 1 : 0; /* the signal may have come in ours */
+	uint32_t self = chunk_work_depth; /* the signal may have come in ours */
 	struct timespec nap = { 0, 200000 };
 	for (int i = 0; i < STOP_WAIT_MS * 5; i++) {
 		if (__atomic_load_n(&chunk_workers, __ATOMIC_SEQ_CST) <= self)
@@ -507,6 +526,166 @@ void hp_buffer_resume_self(const struct hp_tls *saved)
 		hp_tls.end = NULL;
 }
 
+/* ---- the chunk switch without system calls --------------------------- */
+
+int hp_buffer_in_own_work(void)
+{
+	return hp_tls.busy || (hp_tls.thread && __atomic_load_n(&hp_tls.thread->switching, __ATOMIC_RELAXED));
+}
+
+/* The slot the hook took goes back (nobody took one after it: handlers
+ * that ran since gave theirs back too). */
+static void give_back(struct hp_raw *taken)
+{
+	if (taken + 1 == hp_tls.pos)
+		hp_tls.pos = taken;
+}
+
+/* A switch of this thread's, which a handler interrupted, is under way,
+ * or what it held is not all in the chunk yet: events wait their turn. */
+static int holding(const struct hp_thread *t)
+{
+	return __atomic_load_n(&t->switching, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&t->held_in, __ATOMIC_RELAXED) !=
+		       __atomic_load_n(&t->held_out, __ATOMIC_RELAXED);
+}
+
+/*
+ * An instrumented signal handler's event while its thread switches chunks:
+ * kept until the switch puts it in the new chunk, after the event the
+ * switch is for (whose tick is older). Handlers nest: one that interrupts
+ * another's hold is lost, and counted, as is one past the room held.
+ */
+static void hold(struct hp_thread *t, uint64_t addr, uint64_t tick)
+{
+	if (t->in_hold) {
+		t->lost_reentry++;
+		return;
+	}
+	t->in_hold = 1;
+	/* Compiler barriers only, here and below: the one other party is a
+	 * handler on this very thread, which runs between two instructions. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uint32_t in = t->held_in;
+	if (in - t->held_out < HP_HELD_EVENTS) {
+		t->held[in % HP_HELD_EVENTS] = (struct hp_raw){ .addr = addr, .tick = tick };
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the event, then its count */
+		t->held_in = in + 1;
+	} else {
+		t->lost_reentry++;
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->in_hold = 0;
+}
+
+/* Held events go into the chunk, in order, one at a time: a handler that
+ * interrupts this holds its own after them. */
+static void drain_held(struct hp_thread *t)
+{
+	for (;;) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* held_in as a handler left it */
+		uint32_t out = t->held_out;
+		if (out == t->held_in)
+			return;
+		struct hp_raw ev = t->held[out % HP_HELD_EVENTS];
+		struct hp_raw *e = take_slot_slow(t);
+		if (e)
+			hp_raw_fill(e, ev.addr, ev.tick);
+		else
+			t->lost_reentry++;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* stored before it counts as out */
+		t->held_out = out + 1;
+	}
+}
+
+/* The switch is done: from now on a handler's events go straight into the
+ * chunk, once nothing held is left to go before them. */
+static void stop_holding(struct hp_thread *t)
+{
+	for (;;) {
+		drain_held(t);
+		__atomic_store_n(&t->switching, 0, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* switching off, then the last look */
+		if (t->held_out == t->held_in)
+			return;
+		/* A handler held one between the drain and here. */
+		__atomic_store_n(&t->switching, 1, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
+}
+
+/* The time this slow path took, from the event it ran for (and those it
+ * put in after) to now, for the reader to cut out of every open frame. */
+static void note_own_time(struct hp_thread *t)
+{
+	const struct hp_raw *start = chunk_base(t, t->head);
+	if (hp_tls.pos > start && hp_tls.pos <= start + HP_CHUNK_EVENTS)
+		t->own[slot_of(t, t->head)] = (struct hp_chunk_own){
+			.tick = hp_tick(), .at = (uint32_t)(hp_tls.pos - start) };
+}
+
+/*
+ * The common chunk switch needs no lock and no system call: a free chunk
+ * is there (or ring mode drops the oldest), and the memory mark says this
+ * is no forked child. Every 64th switch takes the full path all the same,
+ * whose getpid also finds a child running on our memory (a raw vfork).
+ */
+static int can_switch_fast(struct hp_thread *t)
+{
+	if (hp_tls.pos < chunk_end(t) || hp_buffer_finished() || !hp_runtime_marked_ours())
+		return 0;
+	if (++t->fast_switches % 64 == 0)
+		return 0;
+	if (buffer_mode == HP_MODE_RING)
+		return 1;
+	/* Acquire: as in make_room, which finds the same free chunk. */
+	uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
+	return hp_writer_threaded() && t->head + 1 - tail < t->nchunks;
+}
+
+/*
+ * The chunk switch with signals on (holding signals off costs two system
+ * calls, some microseconds here, every 4096 events). An instrumented
+ * handler that runs meanwhile finds `switching` and holds its events; the
+ * new chunk gets this event first, then the held ones, then the switch's
+ * own time. Only then does the fast path get its end (a handler's fast
+ * path would otherwise write before them), still inside chunk work, so
+ * that a fatal signal's flush on another thread, which nulls every end,
+ * comes after.
+ */
+static void switch_fast(struct hp_thread *t, uint64_t addr, struct hp_raw *taken, uint64_t tick)
+{
+	int saved_errno = errno; /* publish may wake the writer */
+	/* Before busy: a handler's event finds one or the other set, and is
+	 * held, not dropped. */
+	__atomic_store_n(&t->switching, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* set before busy, and before the chunk is looked at */
+	if (!enter_chunk_work(1)) {
+		/* Too late for them: the final flush takes its snapshot now. */
+		t->lost_reentry += t->held_in - t->held_out;
+		park_until_death(taken);
+	}
+	/* A handler may have switched chunks since can_switch_fast looked: it
+	 * left this event's slot to it, maybe in the chunk it now fills. */
+	int full = hp_tls.pos >= chunk_end(t);
+	if (full)
+		switch_chunk(t, 0);
+	struct hp_raw *e = in_chunk(t, taken) ? taken : take_slot_slow(t);
+	if (e)
+		hp_raw_fill(e, addr, tick);
+	drain_held(t);
+	if (full)
+		note_own_time(t);
+	/* Not busy any more (a handler's event would be dropped), still
+	 * switching (it is held), until nothing held is left. */
+	hp_tls.busy = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	stop_holding(t);
+	arm_end(t);
+	leave_chunk_work(0);
+	errno = saved_errno;
+}
+
 /*
  * The hook took `taken` at or past the end it read just before: the chunk
  * is full, or this thread has no buffer yet, or the clock is not the TSC
@@ -530,6 +709,11 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 	 * thread right now: reading it would race (the tick is read below,
 	 * once hp_runtime_ready has ordered us after start-up). */
 	uint64_t tick = at ? at : hp_tls.thread ? hp_tick() : 0;
+	if (unlikely(hp_tls.thread && holding(hp_tls.thread))) {
+		give_back(taken);
+		hold(hp_tls.thread, addr, tick);
+		return;
+	}
 	if (unlikely(hp_tls.busy || hp_tls.retired)) {
 		/* The slot goes back (nobody took one after it: handlers that
 		 * ran since gave theirs back too), else switch_chunk would keep
@@ -550,12 +734,17 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 		hp_raw_fill(taken, addr, tick);
 		return;
 	}
+	if (t && can_switch_fast(t)) {
+		switch_fast(t, addr, taken, tick);
+		return;
+	}
 	if (unlikely(!t && no_buffer_until) && no_buffer_yet(taken))
 		return;
+	int own_time = 0;
 	int saved_errno = errno;
 	sigset_t saved_mask;
 	hp_buffer_hold_signals(&saved_mask);
-	if (!enter_chunk_work())
+	if (!enter_chunk_work(1))
 		park_until_death(taken);
 	int child = t ? hp_runtime_in_child() : HP_NOT_A_CHILD;
 	if (child == HP_CHILD_AFRESH)
@@ -567,8 +756,10 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 			hp_tls.pos = taken;
 		t = NULL;
 	} else if (t) {
-		if (hp_tls.pos >= chunk_end(t))
-			switch_chunk(t);
+		if (hp_tls.pos >= chunk_end(t)) {
+			switch_chunk(t, 1);
+			own_time = 1;
+		}
 	} else if (hp_tls.retired) {
 		/* A child that is not traced. */
 	} else if (hp_runtime_ready() && hp_buffer_stopped()) {
@@ -582,6 +773,7 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 		tick = at ? at : hp_tick();
 		if (!t)
 			no_buffer(taken);
+		own_time = t != NULL;
 	} else {
 		/* Not traced, and never will be: later events stop at the top. */
 		hp_tls.retired = HP_UNTRACED;
@@ -589,7 +781,9 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 	struct hp_raw *e = t && in_chunk(t, taken) ? taken : take_slot_slow(t);
 	if (e)
 		hp_raw_fill(e, addr, tick);
-	leave_chunk_work();
+	if (own_time)
+		note_own_time(t);
+	leave_chunk_work(1);
 	hp_buffer_release_signals(&saved_mask);
 	errno = saved_errno;
 }
@@ -694,7 +888,7 @@ static void catch_up(const struct ctl_state *c)
 static void rearm_self(void)
 {
 	struct hp_thread *t = hp_tls.thread;
-	if (!t || hp_tls.busy)
+	if (!t || hp_buffer_in_own_work())
 		return; /* a chunk switch in progress sets end, and checks */
 	__atomic_store_n(&hp_tls.end, hp_tick_is_tsc ? chunk_end(t) : NULL, __ATOMIC_RELAXED);
 	/* Orders the end stored before reading stopping_tid and the control
@@ -820,11 +1014,11 @@ int hp_buffer_stopped(void)
 void hp_buffer_publish_self(void)
 {
 	struct hp_thread *t = hp_tls.thread;
-	if (!t || hp_tls.busy)
+	if (!t || hp_buffer_in_own_work())
 		return;
-	if (enter_chunk_work()) {
-		next_chunk(t);
-		leave_chunk_work();
+	if (enter_chunk_work(1)) {
+		next_chunk(t, 1);
+		leave_chunk_work(1);
 	} else {
 		hp_tls.busy = 0; /* a fatal signal's flush writes it */
 	}
@@ -872,7 +1066,7 @@ void hp_buffer_retire_self(int in_signal)
 	if (!t)
 		return;
 	/* Interrupted in our own slow path: its chunk may be half handed over. */
-	int interrupted = hp_tls.busy;
+	int interrupted = hp_buffer_in_own_work();
 	hp_tls.busy = 1;
 	int locked = lock_threads(in_signal) == 0;
 	clamp_overshoot(t);
@@ -921,6 +1115,7 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
 		size_t n = t->chunk_len[slot_of(t, tail)];
 		const struct hp_raw *src = chunk_base(t, tail);
 		*seq = tail;
+		t->taken_own = t->own[slot_of(t, tail)];
 		if (buffer_mode == HP_MODE_STREAM) {
 			*ev = src;
 			return n;
@@ -985,6 +1180,9 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 			memcpy(scratch, start, n * sizeof(*start));
 			*seq = head;
 		}
+		/* The owner may be writing it right now; a partial chunk's own
+		 * time is not worth a lock. */
+		t->taken_own.tick = 0;
 		/* Published meanwhile: the consumer takes it whole instead. The
 		 * fence keeps the copy's reads before this second look at head. */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -1035,7 +1233,7 @@ void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick)
 	struct hp_thread *t = hp_tls.thread;
 	/* Relaxed, n and tid: other threads read them (put_inherited). */
 	__atomic_store_n(&inherited.n, 0, __ATOMIC_RELAXED);
-	if (!t || hp_tls.busy)
+	if (!t || hp_buffer_in_own_work())
 		return;
 	size_t depth = n < HP_CHUNK_EVENTS ? n : HP_CHUNK_EVENTS;
 	memcpy(stack, frames, depth * sizeof(stack[0]));

@@ -54,6 +54,17 @@ _Static_assert(__builtin_offsetof(struct hp_tls, pos) == 0 &&
 
 extern __thread struct hp_tls hp_tls __attribute__((tls_model("initial-exec"))) HP_HIDDEN;
 
+#define HP_HELD_EVENTS 64u
+
+/* The slow path's own time in a chunk (a chunk switch, a buffer's start):
+ * from the event before slot `at` to `tick`, the thread ran hookprof. The
+ * writer puts it in the stream there (docs/format.md, op 0x4e). */
+struct hp_chunk_own {
+	uint64_t tick; /* 0: none */
+	uint32_t at;
+	uint32_t unused;
+};
+
 struct hp_thread {
 	struct hp_thread *next;  /* hp_threads list, under hp_threads_lock */
 	struct hp_tls *tls;      /* owner's TLS, valid while !exited, under the lock */
@@ -61,6 +72,7 @@ struct hp_thread {
 	uint32_t tid;
 	struct hp_raw *base;     /* nchunks * HP_CHUNK_EVENTS slots */
 	uint32_t *chunk_len;     /* events in each published chunk */
+	struct hp_chunk_own *own; /* each chunk's, written before it is published */
 	size_t map_bytes;
 	uint32_t nchunks;        /* a power of two */
 	uint32_t head;           /* chunks published; written by the owner only */
@@ -74,13 +86,25 @@ struct hp_thread {
 	void *signal_stack;      /* ours, if we installed one for the owner */
 	struct hp_unwind_stack root; /* callers of its first instrumented frame */
 	uint32_t wiped_on_fork;  /* a forked child finds the events zeroed (MADV_WIPEONFORK) */
+	/* The owner's chunk switch without system calls runs with signals on:
+	 * the events of an instrumented handler that interrupts it are held
+	 * here and put in the chunk after the switch (hp_buffer.c, hold). */
+	uint32_t switching;      /* in such a switch, or draining what it held */
+	uint32_t in_hold;        /* hold() is storing one; a nested one is lost */
+	uint32_t held_in, held_out; /* held[held_out..held_in) wait, modulo HP_HELD_EVENTS */
+	struct hp_raw held[HP_HELD_EVENTS];
+	uint32_t fast_switches;  /* since the last switch that asked getpid */
 	/* Consumer's state, under the writer's lock. */
 	struct hp_enc_stream enc;
 	uint32_t next_seq;       /* chunk expected next; another means a gap */
+	struct hp_chunk_own taken_own; /* of the chunk hp_buffer_take or _snapshot_partial gave */
 	uint32_t announced;      /* THREAD record written */
 };
 
 void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken) HP_HIDDEN;
+/* This thread is in hookprof's own slow path (busy), or switching chunks
+ * with signals on: what would change its buffer waits, or is dropped. */
+int hp_buffer_in_own_work(void) HP_HIDDEN;
 
 /*
  * pos += 1 slot, returning the slot taken, and *end as read just before.

@@ -256,3 +256,12 @@ size_t hp_encode_reset(struct hp_enc_stream *s, uint8_t *out)
 	out[0] = HP_OP_RESET;
 	return 1;
 }
+
+size_t hp_encode_own(struct hp_enc_stream *s, uint64_t tick, uint8_t *out)
+{
+	uint8_t *p = out;
+	*p++ = HP_OP_OWN;
+	p = hp_put_uvarint(p, hp_zigzag((int64_t)(tick - s->last_tick)));
+	s->last_tick = tick;
+	return (size_t)(p - out);
+}

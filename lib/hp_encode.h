@@ -71,6 +71,8 @@ void hp_enc_stream_free(struct hp_enc_stream *s) HP_HIDDEN;
 
 /* Output space hp_encode may need for n events. */
 static inline size_t hp_encode_bound(size_t n) { return 1 + n * 32; }
+/* And for the one mark of hookprof's own time a chunk may hold. */
+#define HP_ENCODE_OWN_BOUND 11
 
 /*
  * Appends the encoding of ev[0..n) to out, which has hp_encode_bound(n)
@@ -82,5 +84,8 @@ ssize_t hp_encode(struct hp_dict *d, struct hp_enc_stream *s,
 
 /* Appends a reset: the stream continues after a gap. Returns bytes written. */
 size_t hp_encode_reset(struct hp_enc_stream *s, uint8_t *out) HP_HIDDEN;
+/* hookprof's own time: from the stream's last event to tick (op 0x4e, no
+ * event). Writes at most HP_ENCODE_OWN_BOUND bytes. */
+size_t hp_encode_own(struct hp_enc_stream *s, uint64_t tick, uint8_t *out) HP_HIDDEN;
 
 #endif

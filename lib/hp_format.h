@@ -17,7 +17,7 @@
 #define HP_MAGIC "HOOKPROF"
 #define HP_MAGIC_LEN 8
 #define HP_VERSION_MAJOR 1
-#define HP_VERSION_MINOR 2
+#define HP_VERSION_MINOR 3
 #define HP_BYTE_ORDER_MARK 0x01020304u
 #define HP_FILE_HEADER_SIZE 32
 #define HP_RECORD_HEADER_SIZE 8
@@ -43,7 +43,13 @@ enum hp_record_type {
 	 * name, a mark's text, a thread's name): u32 id, u32 len, len bytes.
 	 * Written once, before the first EVENTS record that names it. */
 	HP_REC_STRING = 12,
+	/* 1.3: what a hook pair costs, measured in the process at its start
+	 * and at its end: u32 when (HP_CALIBRATION_*), u32 pairs, u64 inside,
+	 * u64 outside (sums of ticks over the pairs; docs/format.md). */
+	HP_REC_CALIBRATION = 14,
 };
+
+enum { HP_CALIBRATION_START = 0, HP_CALIBRATION_END = 1 };
 
 /* Strings of the control API: ids below this; a mark's text at most this long. */
 #define HP_STRINGS_MAX (1u << 16)
@@ -109,6 +115,11 @@ enum hp_lost_reason {
  *   01001100 u s w      value named by string u: its low 32 bits w
  *   01001101 u s w      its high 32 bits w, right after the low ones
  *
+ * 1.3:
+ *   01001110 s          hookprof's own time: from the thread's previous
+ *                       event to this tick the thread ran hookprof (a chunk
+ *                       switch, its buffer's start); cut out like a pause
+ *
  * u is an unsigned LEB128 varint, s a zigzag-encoded signed varint.
  */
 #define HP_OP_EXIT_SHORT 0x80u
@@ -127,6 +138,7 @@ enum hp_lost_reason {
 #define HP_OP_MARK 0x4bu
 #define HP_OP_VALUE_LO 0x4cu
 #define HP_OP_VALUE_HI 0x4du
+#define HP_OP_OWN 0x4eu
 #define HP_VARINT_MAX 10
 
 /* Worst-case encoded size of one event, definitions included. */

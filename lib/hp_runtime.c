@@ -281,7 +281,7 @@ static __thread sigset_t fork_saved_mask;
 static void before_fork(void)
 {
 	fork_prepared = 0;
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_tls.busy)
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_buffer_in_own_work())
 		return;
 	sigset_t saved;
 	hp_buffer_hold_signals(&saved);
@@ -383,6 +383,11 @@ int hp_runtime_in_child(void)
 	return in_child(1);
 }
 
+int hp_runtime_marked_ours(void)
+{
+	return memory_mark && __atomic_load_n(memory_mark, __ATOMIC_RELAXED);
+}
+
 /* Tracing in this very process, a raw fork's child found out and traced
  * afresh: the trace can be flushed or finished. */
 static int tracing_here(int in_signal)
@@ -458,6 +463,7 @@ static void runtime_init(void)
 	traced_pid = getpid();
 	process_record();
 	parent_record();
+	hp_writer_calibration_record(HP_CALIBRATION_START);
 	uint64_t first_clock = hp_clock_ns();
 	hp_writer_clock_record();
 	hp_modules_write(1);
@@ -568,7 +574,7 @@ HP_EXPORT const char *hookprof_trace_path(void)
 
 void hp_runtime_objects_changing(void)
 {
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_tls.busy)
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_buffer_in_own_work())
 		return;
 	sigset_t saved_mask;
 	hp_buffer_hold_signals(&saved_mask);

@@ -21,6 +21,10 @@ uint64_t hp_runtime_lost(uint32_t reason) HP_HIDDEN;
  * for the slow path only. */
 enum { HP_NOT_A_CHILD = 0, HP_CHILD_AFRESH = 1, HP_CHILD_UNTRACED = 2 };
 int hp_runtime_in_child(void) HP_HIDDEN;
+/* No system call: 1 if this is surely not a child with memory of its own
+ * (its memory mark would be wiped); a child on our memory (vfork, CLONE_VM)
+ * only hp_runtime_in_child tells. */
+int hp_runtime_marked_ours(void) HP_HIDDEN;
 /* exec is about to replace the image: the trace ends here (END written),
  * unless this is a child running on its parent's memory (vfork). If the
  * exec fails the trace stays ended: what follows is not recorded. */

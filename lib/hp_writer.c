@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hp_calibrate.h"
 #include "hp_format.h"
 #include "hp_modules.h"
 #include "hp_output.h"
@@ -58,6 +59,21 @@ void hp_writer_clock_record(void)
 	hp_le64(p, tick);
 	hp_le64(p + 8, before + (after - before) / 2);
 	hp_output_end(p + 16);
+}
+
+void hp_writer_calibration_record(uint32_t when)
+{
+	struct hp_calibration c;
+	if (hp_calibrate(&c))
+		return;
+	uint8_t *p = hp_output_begin(HP_REC_CALIBRATION, 24);
+	if (!p)
+		return;
+	hp_le32(p, when);
+	hp_le32(p + 4, c.pairs);
+	hp_le64(p + 8, c.inside);
+	hp_le64(p + 16, c.outside);
+	hp_output_end(p + 24);
 }
 
 static void thread_record(const struct hp_thread *t, const char *name)
@@ -114,7 +130,7 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 	/* The strings its control events may name: interned before they
 	 * were recorded, so before the chunk was published. */
 	hp_strings_write_new();
-	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + 1 + hp_encode_bound(n));
+	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + 1 + hp_encode_bound(n) + HP_ENCODE_OWN_BOUND);
 	if (!p)
 		return;
 	hp_le32(p, t->stream);
@@ -122,7 +138,15 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 	uint8_t *q = p + 8;
 	if (seq != t->next_seq)
 		q += hp_encode_reset(&t->enc, q);
-	ssize_t len = hp_encode(&dict, &t->enc, ev, n, q);
+	/* The slow path's own time goes after the events it put in. */
+	int own = t->taken_own.tick && t->taken_own.at <= n;
+	size_t at = own ? t->taken_own.at : n;
+	ssize_t len = hp_encode(&dict, &t->enc, ev, at, q);
+	if (len >= 0 && own) {
+		q += len;
+		q += hp_encode_own(&t->enc, t->taken_own.tick, q);
+		len = hp_encode(&dict, &t->enc, ev + at, n - at, q);
+	}
 	if (len < 0) {
 		hp_warn("out of memory while encoding events; the trace ends here");
 		broken = 1;
@@ -471,8 +495,10 @@ int hp_writer_finish(int in_signal)
 		else
 			finish_live_thread(t, in_signal);
 	}
-	if (!in_signal)
+	if (!in_signal) {
 		hp_modules_write(0); /* dl_iterate_phdr takes the loader lock */
+		hp_writer_calibration_record(HP_CALIBRATION_END);
+	}
 	hp_writer_clock_record();
 	hp_unwind_write_crash();
 	end_record();

@@ -52,5 +52,9 @@ void hp_writer_modules_changed(void) HP_HIDDEN;
 
 /* Appends a CLOCK record: one (tick, CLOCK_MONOTONIC_RAW) pair. */
 void hp_writer_clock_record(void) HP_HIDDEN;
+/* What a hook pair costs, measured now (hp_calibrate.h): a CALIBRATION
+ * record, when = HP_CALIBRATION_START or _END. Nothing if it cannot be
+ * measured (no TSC). */
+void hp_writer_calibration_record(uint32_t when) HP_HIDDEN;
 
 #endif

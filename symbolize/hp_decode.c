@@ -273,11 +273,12 @@ static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_d
 			reset(s);
 			tick = 0;
 			NEED(!emit(out, 0, 0, HP_EV_RESET), "out of memory");
-		} else if (op >= HP_OP_PAUSE && op <= HP_OP_START) {
+		} else if ((op >= HP_OP_PAUSE && op <= HP_OP_START) || op == HP_OP_OWN) {
 			NEED(p = hp_get_uvarint(p, end, &u), "truncated control event");
 			tick += (uint64_t)hp_unzigzag(u);
-			NEED(!emit(out, tick, 0, HP_EV_PAUSE + (op - HP_OP_PAUSE)), "out of memory");
-			recorded++;
+			uint32_t kind = op == HP_OP_OWN ? HP_EV_OWN : HP_EV_PAUSE + (op - HP_OP_PAUSE);
+			NEED(!emit(out, tick, 0, kind), "out of memory");
+			recorded += op != HP_OP_OWN; /* hookprof's time is no event */
 		} else if (op >= HP_OP_REGION_BEGIN && op <= HP_OP_MARK) {
 			NEED(p = hp_get_uvarint(p, end, &v), "truncated control event");
 			NEED(p = hp_get_uvarint(p, end, &u), "truncated control event");
@@ -328,9 +329,11 @@ long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *fir
 			   op == HP_OP_EXIT_FN) {
 			if ((p = hp_get_uvarint(p, end, &v)) && (p = hp_get_uvarint(p, end, &u)))
 				t += op == HP_OP_ENTER_SHORT_MAX ? u : (uint64_t)hp_unzigzag(u);
-		} else if (op == HP_OP_EXIT_LONG || (op >= HP_OP_PAUSE && op <= HP_OP_START)) {
+		} else if (op == HP_OP_EXIT_LONG || (op >= HP_OP_PAUSE && op <= HP_OP_START) ||
+			   op == HP_OP_OWN) {
 			if ((p = hp_get_uvarint(p, end, &u)))
 				t += (uint64_t)hp_unzigzag(u);
+			events -= op == HP_OP_OWN; /* no event, counted below */
 		} else if (op >= HP_OP_REGION_BEGIN && op <= HP_OP_VALUE_HI) {
 			/* a string id, the tick, and for a value's half its 32 bits */
 			if ((p = hp_get_uvarint(p, end, &v)) && (p = hp_get_uvarint(p, end, &u)))

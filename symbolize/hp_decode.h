@@ -53,6 +53,7 @@ enum hp_ev_kind {
 	HP_EV_MARK,   /* func: the string id of its text */
 	HP_EV_VALUE,  /* func: the string id of its name; value */
 	HP_EV_REGION_REPAIR, /* func: the region's string id; value: enum hp_region_repair */
+	HP_EV_OWN,    /* (1.3) from the thread's previous event to this tick, hookprof ran */
 };
 
 enum hp_region_repair {

@@ -29,11 +29,14 @@
 
 struct dframe {
 	uint64_t start;
-	uint64_t child;     /* ticks of the shown frames whose nearest shown caller it is */
+	uint64_t own0;      /* the thread's own time (tstate.own) at its enter */
+	uint64_t calls;     /* hook pairs below it (its callees' and theirs) */
+	double child;       /* ticks of the shown frames whose nearest shown caller it is */
 	uint32_t fn;
 	uint32_t up;        /* nearest shown frame below, or NO_FRAME */
 	uint32_t sdepth;    /* shown frames below it */
 	uint8_t shown, sent, in_function, had_child, outermost;
+	uint8_t hooked;     /* a function's frame, whose hooks cost; not a region's */
 	uint8_t exit_next;  /* time order: the thread's next event is its exit */
 };
 
@@ -43,6 +46,9 @@ struct tstate {
 	size_t depth, cap;
 	struct hp_opencount open; /* sent frames per function */
 	struct hp_pause pause;    /* paused and stopped time is cut out (hp_pause.h) */
+	/* hookprof's own time (HP_EV_OWN) so far, in ticks: not cut out of the
+	 * timeline (threads stay aligned in time), but out of every duration */
+	uint64_t own;
 	uint64_t last_tick;
 	int wanted;         /* the thread filter lets it through */
 };
@@ -83,6 +89,9 @@ struct hp_drive {
 	const struct hp_analysis *a;
 	struct hp_symbols *sym;
 	struct hp_timebase tb;
+	/* A hook pair's cost in ticks (CALIBRATION records): inside its
+	 * call's ticks, and outside, in its caller's; 0 with --raw. */
+	double hook_in, hook_out;
 	uint32_t *gfn;          /* the trace's function id -> fns id */
 	size_t ngfn;
 	struct tstate *ts;      /* by stream */
@@ -179,6 +188,8 @@ int hp_filter_set(struct hp_filter *f, const char *opt, const char *arg, char *e
 		}
 	} else if (!strcmp(opt, "time")) {
 		return set_time(f, arg, err, errlen);
+	} else if (!strcmp(opt, "raw")) {
+		f->raw = 1;
 	} else {
 		snprintf(err, errlen, "--%s: no such filter", opt);
 		return -1;
@@ -376,14 +387,30 @@ static int send_pending(struct hp_drive *d, struct tstate *s, uint32_t i)
 	return 0;
 }
 
+/*
+ * A frame's time in ticks, less hookprof's: its own time within (chunk
+ * switches), the inside part of its own hook pair, and both parts of the
+ * pair of every call below it. Never below 0. So a caller's self time
+ * loses, per direct callee, the outside part of that callee's pair.
+ */
+static double frame_dur(const struct hp_drive *d, const struct tstate *s, const struct dframe *fr,
+			uint64_t tick)
+{
+	uint64_t span = tick >= fr->start ? tick - fr->start : 0, own = s->own - fr->own0;
+	double hooks = (fr->hooked ? d->hook_in : 0) + (double)fr->calls * (d->hook_in + d->hook_out);
+	double dur = (double)(span > own ? span - own : 0) - hooks;
+	return dur > 0 ? dur : 0;
+}
+
 static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t tick,
 		     int lost)
 {
-	uint64_t dur = tick >= fr->start ? tick - fr->start : 0;
+	double dur = frame_dur(d, s, fr, tick);
 	struct hp_vframe vf = {
 		.fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
-		.end = ns_at(d, fr->start + dur), .dur = (double)dur * d->tb.ns_per_tick,
-		.self = (double)(dur >= fr->child ? dur - fr->child : 0) * d->tb.ns_per_tick,
+		.end = ns_at(d, tick >= fr->start ? tick : fr->start),
+		.dur = dur * d->tb.ns_per_tick,
+		.self = (dur >= fr->child ? dur - fr->child : 0) * d->tb.ns_per_tick,
 		.outermost = fr->outermost, .leaf = !fr->had_child, .lost = lost,
 	};
 	hp_opencount_sub(&s->open, fr->fn);
@@ -430,6 +457,8 @@ static int push(struct hp_drive *d, struct tstate *s, const struct hp_ev *e)
 	struct dframe *fr = &s->f[s->depth];
 	memset(fr, 0, sizeof(*fr));
 	fr->start = e->tick;
+	fr->own0 = s->own;
+	fr->hooked = !hp_is_region_func(e->func);
 	fr->fn = fn;
 	fr->up = !below ? NO_FRAME : below->shown ? (uint32_t)(s->depth - 1) : below->up;
 	fr->sdepth = fr->up == NO_FRAME ? 0 : s->f[fr->up].sdepth + 1;
@@ -446,10 +475,12 @@ static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 {
 	uint32_t i = (uint32_t)--s->depth;
 	struct dframe *fr = &s->f[i];
+	if (i > 0) /* shown or not, its hooks ran */
+		s->f[i - 1].calls += fr->calls + fr->hooked;
 	if (!fr->shown)
 		return 0;
 	if (d->o->filter.min_ns && !fr->sent) {
-		uint64_t dur = tick >= fr->start ? tick - fr->start : 0;
+		double dur = frame_dur(d, s, fr, tick);
 		if ((double)dur * d->tb.ns_per_tick < d->o->filter.min_ns)
 			return 0;
 		if (send_pending(d, s, i))
@@ -470,6 +501,11 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 {
 	for (size_t i = 0; i < n; i++) {
 		struct hp_ev cut;
+		if (ev[i].kind == HP_EV_OWN) {
+			if (!d->o->filter.raw)
+				s->own += hp_pause_own(&s->pause, &ev[i]);
+			continue;
+		}
 		if (!hp_pause_apply(&s->pause, &ev[i], &cut))
 			continue;
 		const struct hp_ev *e = &cut;
@@ -517,6 +553,9 @@ static int begin_trace(struct hp_drive *d, const struct hp_analysis *a)
 		snprintf(d->err, d->errlen, "no clock calibration in the trace (the run ended before it could be written)");
 		return -1;
 	}
+	d->hook_in = d->hook_out = 0;
+	if (!d->o->filter.raw)
+		hp_trace_hook_cost(&a->info, &d->hook_in, &d->hook_out);
 	if (!(d->sym = hp_symbols_for_trace(a->path, a->info.modules, a->info.nmodules, d->err, d->errlen)))
 		return -1;
 	d->began = 1;
@@ -889,6 +928,15 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	hp_rows_free(&d.notes);
 	v->d = NULL;
 	return rc;
+}
+
+void hp_drive_taken_out(const struct hp_drive *d, double *per_call_ns, double *own_ns)
+{
+	*per_call_ns = (d->hook_in + d->hook_out) * d->tb.ns_per_tick;
+	uint64_t own = 0;
+	for (size_t i = 0; i < d->nts; i++)
+		own += d->ts[i].own;
+	*own_ns = (double)own * d->tb.ns_per_tick;
 }
 
 const struct hp_fntab *hp_drive_fns(const struct hp_drive *d) { return &d->fns; }

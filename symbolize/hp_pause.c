@@ -39,6 +39,13 @@ int hp_pause_apply(struct hp_pause *p, const struct hp_ev *e, struct hp_ev *out)
 		p->stopped = 0;
 		turn_on(p, e->tick);
 		return 0;
+	case HP_EV_OWN: {
+		/* hookprof's own time since the previous event: cut at once */
+		uint64_t own = hp_pause_own(p, e);
+		p->cut += own;
+		p->last += own;
+		return 0;
+	}
 	case HP_EV_RESET:
 		/* After a gap: whatever was paused, the events go on. */
 		p->paused = p->stopped = 0;

@@ -35,4 +35,12 @@ static inline uint64_t hp_pause_tick(const struct hp_pause *p, uint64_t tick)
  */
 int hp_pause_apply(struct hp_pause *p, const struct hp_ev *e, struct hp_ev *out);
 
+/* The ticks hookprof's own time e (HP_EV_OWN) took, for a reader that keeps
+ * the timeline whole and takes them out of durations instead; 0 while
+ * paused or stopped (that time is cut already). The state does not move. */
+static inline uint64_t hp_pause_own(const struct hp_pause *p, const struct hp_ev *e)
+{
+	return !p->paused && !p->stopped && e->tick > p->last ? e->tick - p->last : 0;
+}
+
 #endif

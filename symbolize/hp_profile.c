@@ -135,13 +135,14 @@ int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *
 	if (!s)
 		return -1;
 	for (size_t i = n; i-- > 0;)
-		if (ev[i].kind != HP_EV_RESET) {
+		if (ev[i].kind != HP_EV_RESET && ev[i].kind != HP_EV_OWN) {
 			if (!s->started || ev[i].tick > s->last_tick)
 				s->last_tick = ev[i].tick;
 			s->started = 1;
 			break;
 		}
-	s->events += n;
+	for (size_t i = 0; i < n; i++)
+		s->events += ev[i].kind != HP_EV_OWN; /* hookprof's time is no event */
 	return 0;
 }
 

@@ -627,6 +627,33 @@ static int parse_parent(struct hp_trace_info *info, struct cursor *c)
 	return info->has_parent ? 0 : -1;
 }
 
+static int parse_calibration(struct hp_trace_info *info, struct cursor *c)
+{
+	uint32_t when = take32(c), pairs = take32(c);
+	uint64_t inside = take64(c), outside = take64(c);
+	if (c->bad || when > HP_CALIBRATION_END || !pairs)
+		return -1;
+	info->calib[when] = (struct hp_calib){ pairs, (double)inside / pairs, (double)outside / pairs };
+	return 0;
+}
+
+int hp_trace_hook_cost(const struct hp_trace_info *info, double *inside, double *outside)
+{
+	*inside = *outside = 0;
+	int n = 0;
+	for (int i = HP_CALIBRATION_START; i <= HP_CALIBRATION_END; i++)
+		if (info->calib[i].pairs) {
+			*inside += info->calib[i].inside;
+			*outside += info->calib[i].outside;
+			n++;
+		}
+	if (n) {
+		*inside /= n;
+		*outside /= n;
+	}
+	return n;
+}
+
 static int parse_end(struct hp_trace_info *info, struct cursor *c)
 {
 	info->end_events = take64(c);
@@ -724,6 +751,7 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 	case HP_REC_STACK: rc = parse_stack(info, &c); break;
 	case HP_REC_PARENT: rc = parse_parent(info, &c); break;
 	case HP_REC_STRING: rc = parse_string(info, &c); break;
+	case HP_REC_CALIBRATION: rc = parse_calibration(info, &c); break;
 	default: return 0; /* EVENTS are the decoder's; unknown types are skipped */
 	}
 	if (rc || c.bad) {

@@ -120,7 +120,17 @@ struct hp_trace_info {
 	 * by id; NULL where none was read. */
 	char **strings;
 	uint32_t nstrings;     /* room in strings */
+	/* CALIBRATION records (format 1.3), [HP_CALIBRATION_START] and [_END]:
+	 * a hook pair's cost in ticks per pair; pairs 0 where none was read. */
+	struct hp_calib {
+		uint32_t pairs;
+		double inside, outside;
+	} calib[2];
 };
+
+/* A hook pair's cost as measured at the start and the end of the run
+ * (their mean if both), in ticks: 0 if the trace has no calibration. */
+int hp_trace_hook_cost(const struct hp_trace_info *info, double *inside, double *outside);
 
 /* String `id` of the trace (STRING records), or NULL if it has none. */
 static inline const char *hp_trace_string(const struct hp_trace_info *info, uint32_t id)

@@ -32,7 +32,9 @@ const char hp_viewcmd_filter_help[] =
 	"  --function=REGEX      only calls of matching functions and what they call\n"
 	"  --exclude=REGEX       hide matching functions (their time goes to their caller)\n"
 	"  --min=DURATION        hide calls shorter than that (500ns, 2us, 1.5ms, 3s)\n"
-	"  --time=FROM,TO        only calls that start in that window (seconds from the start)\n";
+	"  --time=FROM,TO        only calls that start in that window (seconds from the start)\n"
+	"  --raw                 times as measured: hookprof's own cost (its hooks, measured\n"
+	"                        in the run, and its buffer switches) left in\n";
 
 static const struct option filter_options[] = {
 	{ "thread", required_argument, NULL, HP_FILTER_OPT },
@@ -41,6 +43,7 @@ static const struct option filter_options[] = {
 	{ "exclude", required_argument, NULL, HP_FILTER_OPT },
 	{ "min", required_argument, NULL, HP_FILTER_OPT },
 	{ "time", required_argument, NULL, HP_FILTER_OPT },
+	{ "raw", no_argument, NULL, HP_FILTER_OPT },
 	{ 0, 0, 0, 0 },
 };
 

@@ -729,6 +729,25 @@ static void print_clock(const struct hp_analysis *a)
 		printf("resolution not in the trace (1 tick = %.3f ns)\n", a->tb.ns_per_tick);
 }
 
+/* What a hook pair cost, as the run measured it at its start and end. */
+static void print_hook_cost(const struct hp_analysis *a)
+{
+	static const char *const when[] = { "start", "end" };
+	const struct hp_trace_info *in = &a->info;
+	int any = 0;
+	for (int i = HP_CALIBRATION_START; i <= HP_CALIBRATION_END; i++) {
+		const struct hp_calib *c = &in->calib[i];
+		if (!c->pairs)
+			continue;
+		printf("%s%s %.1f ns per call (%.1f in the callee, %.1f in its caller; %u pairs)",
+		       any ? "; " : "hooks:    ", when[i], (c->inside + c->outside) * a->tb.ns_per_tick,
+		       c->inside * a->tb.ns_per_tick, c->outside * a->tb.ns_per_tick, c->pairs);
+		any = 1;
+	}
+	printf(any ? ", taken out of the times shown\n"
+		   : "hooks:    cost not measured in this trace: times include it\n");
+}
+
 static void print_buffer(const struct hp_trace_info *in)
 {
 	uint64_t b = in->buffer_bytes;
@@ -753,6 +772,7 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 	print_parent(in);
 	printf("started:  %s\n", when);
 	print_clock(a);
+	print_hook_cost(a);
 	printf("mode:     %s\n", in->flags & 1 ? "ring" : "stream");
 	print_buffer(in);
 	printf("duration: %.9f s%s\n", hp_analysis_duration_ns(a) / 1e9,
@@ -877,7 +897,7 @@ static void dump_control(const struct hp_analysis *a, uint32_t tid, double t, co
 {
 	static const char *const what[] = {
 		[HP_EV_PAUSE] = "pause", [HP_EV_RESUME] = "resume",
-		[HP_EV_STOP] = "stop", [HP_EV_START] = "start",
+		[HP_EV_STOP] = "stop", [HP_EV_START] = "start", [HP_EV_OWN] = "hookprof",
 	};
 	const char *s = hp_trace_string(&a->info, e->func);
 	if (e->kind == HP_EV_MARK)

@@ -94,9 +94,11 @@ static struct hp_thread *hand_new(uint32_t nchunks)
 	t->map_bytes = (size_t)nchunks * HP_CHUNK_BYTES;
 	t->base = hp_pages_alloc(t->map_bytes);
 	t->chunk_len = calloc(nchunks, sizeof(uint32_t));
-	if (!t->base || !t->chunk_len) {
+	t->own = calloc(nchunks, sizeof(*t->own));
+	if (!t->base || !t->chunk_len || !t->own) {
 		hp_pages_free(t->base, t->map_bytes);
 		free(t->chunk_len);
+		free(t->own);
 		free(t);
 		return NULL;
 	}
@@ -109,6 +111,7 @@ static void hand_free(struct hp_thread *t)
 		return;
 	hp_pages_free(t->base, t->map_bytes);
 	free(t->chunk_len);
+	free(t->own);
 	free(t);
 }
 
@@ -220,6 +223,8 @@ static int check_order(void *arg, const struct hp_analysis *a, uint32_t stream,
 			o->resets++;
 			continue;
 		}
+		if (ev[i].kind == HP_EV_OWN)
+			continue; /* a chunk switch's own time: no event */
 		uint32_t kind = o->next & 1 ? HP_EV_EXIT : HP_EV_ENTER;
 		if (o->wrong_at == NONE &&
 		    (ev[i].kind != kind || a->funcs.addr[ev[i].func] != F(o->next / 2)))
@@ -681,6 +686,65 @@ static void hook_fx(int exit_too)
 		__cyg_profile_func_exit((void *)FX, (void *)1);
 }
 
+/* Chunk switches without system calls, each with its own time noted
+ * after the event that made it. */
+static int child_fast_switch(void *arg)
+{
+	(void)arg;
+	record_range(0, 3 * CHUNK + 10);
+	struct hp_thread *t = hp_tls.thread;
+	TK_CHILD_TRUE(t != NULL);
+	TK_CHILD_EQ(t->head, 3);
+	TK_CHILD_EQ(t->fast_switches, 3);
+	TK_CHILD_EQ(t->switching, 0);
+	TK_CHILD_EQ(t->held_in, t->held_out);
+	TK_CHILD_EQ(hp_tls.busy, 0);
+	/* the slot after the switch's event, and a tick no older than it */
+	TK_CHILD_EQ(t->own[3 % t->nchunks].at, 1);
+	TK_CHILD_TRUE(t->own[3 % t->nchunks].tick >= slot(t, 3)[0].tick);
+	TK_CHILD_TRUE(hp_tls.end == (hp_tick_is_tsc ? slot(t, 3) + CHUNK : NULL));
+	return TK_CHILD_OK;
+}
+
+struct owns {
+	uint64_t events, owns, own_at[8];
+};
+
+static int count_owns(void *arg, const struct hp_analysis *a, uint32_t stream,
+		      const struct hp_ev *ev, size_t n)
+{
+	(void)a;
+	(void)stream;
+	struct owns *o = arg;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind != HP_EV_OWN) {
+			o->events++;
+		} else if (o->owns < 8) {
+			o->own_at[o->owns++] = o->events;
+		}
+	}
+	return 0;
+}
+
+START_TEST(test_switch_notes_own_time)
+{
+	run_ok(NULL, child_fast_switch, NULL);
+	struct order o = { .wrong_at = NONE };
+	analyze_order(&o);
+	ck_assert_uint_eq(A.events, 3 * CHUNK + 10);
+	ck_assert_uint_eq(o.wrong_at, NONE);
+	/* the buffer's start after the first event, each switch after the
+	 * first event of its chunk */
+	struct owns w = { 0 };
+	ck_assert_msg(hp_analyze(path, 0, count_owns, &w, &A, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(w.owns, 4);
+	ck_assert_uint_eq(w.own_at[0], 1);
+	ck_assert_uint_eq(w.own_at[1], CHUNK + 1);
+	ck_assert_uint_eq(w.own_at[2], 2 * CHUNK + 1);
+	ck_assert_uint_eq(w.own_at[3], 3 * CHUNK + 1);
+}
+END_TEST
+
 static int child_busy(void *arg)
 {
 	(void)arg;
@@ -1098,6 +1162,7 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_ring_mode_drops_oldest);
 	tcase_add_test(core, test_full_ring_owner_waits);
 	tcase_add_test(core, test_slow_consumer_loses_nothing);
+	tcase_add_test(core, test_switch_notes_own_time);
 	tcase_add_test(core, test_busy_events_lost_as_reentry);
 	tcase_add_test(core, test_events_after_retire_are_late);
 	tcase_add_test(core, test_suspended_thread_records_nothing);

@@ -146,6 +146,56 @@ START_TEST(test_every_call_unfiltered)
 }
 END_TEST
 
+/* Thread 100: A @100 { B @110 ... hookprof's own time to @150 ... @160,
+ * C @170-180 } @200: the 40 ns leave every duration, not the timeline. */
+static void own_time_trace(uint32_t pairs, uint64_t inside, uint64_t outside)
+{
+	tk_header(&file);
+	process_rec(&file);
+	if (pairs)
+		tk_calibration_rec(&file, HP_CALIBRATION_START, pairs, inside, outside);
+	tk_clock_rec(&file, 0, 0);
+	tk_thread_rec(&file, 0, 100, "main");
+	EVENTS(&file, 0, 6, 0x43, 0x10, 0x43, 0x20, 0x43, 0x30, 0x00, 0x64, 0x01, 0x0a, 0x4e, 0x50,
+	       0x8a, 0x02, 0x0a, 0x8a, 0x94);
+	tk_end_rec(&file, 6, 0, 1);
+}
+
+START_TEST(test_own_time_out_of_durations)
+{
+	own_time_trace(0, 0, 0);
+	DRIVE(NULL);
+	EXPECT("t100>0x10/0@100 t100>0x20/1@110 t100<0x20/1=10,10 t100>0x30/1@170 "
+	       "t100<0x30/1=10,10 t100<0x10/0=60,40+ ");
+}
+END_TEST
+
+/* The same with a hook pair costing 2 ticks inside its call and 3 in its
+ * caller (means of 10 pairs, at the start and at the end): b and c lose
+ * 2 each, a loses its own 2 and 5 per call below it. */
+START_TEST(test_hook_cost_out_of_durations)
+{
+	own_time_trace(10, 20, 30);
+	tk_calibration_rec(&file, HP_CALIBRATION_END, 10, 20, 30);
+	DRIVE(NULL);
+	EXPECT("t100>0x10/0@100 t100>0x20/1@110 t100<0x20/1=8,8 t100>0x30/1@170 "
+	       "t100<0x30/1=8,8 t100<0x10/0=48,32+ ");
+	/* --raw: as measured, hookprof's own time left in too */
+	DRIVE("raw=");
+	EXPECT("t100>0x10/0@100 t100>0x20/1@110 t100<0x20/1=50,50 t100>0x30/1@170 "
+	       "t100<0x30/1=10,10 t100<0x10/0=100,40+ ");
+}
+END_TEST
+
+/* A hidden callee's hooks still ran: its caller loses them. */
+START_TEST(test_hook_cost_of_hidden_calls)
+{
+	own_time_trace(1, 2, 3);
+	DRIVE("exclude=0x20");
+	EXPECT("t100>0x10/0@100 t100>0x30/1@170 t100<0x30/1=8,8 t100<0x10/0=48,40+ ");
+}
+END_TEST
+
 START_TEST(test_exclude_gives_time_to_caller)
 {
 	recursion(&file);
@@ -311,6 +361,9 @@ static Suite *suite(void)
 	TCase *core = tcase_create("core");
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_add_test(core, test_every_call_unfiltered);
+	tcase_add_test(core, test_own_time_out_of_durations);
+	tcase_add_test(core, test_hook_cost_out_of_durations);
+	tcase_add_test(core, test_hook_cost_of_hidden_calls);
 	tcase_add_test(core, test_exclude_gives_time_to_caller);
 	tcase_add_test(core, test_depth_hides_deeper_calls);
 	tcase_add_test(core, test_min_sends_enters_late_in_order);

@@ -471,7 +471,7 @@ START_TEST(test_corrupt_inputs)
 	ck_assert_int_eq(decode_bad(empty_exit_long, 2), -1);
 	ck_assert_ptr_nonnull(strstr(err, "exit with no open frame"));
 
-	static const uint8_t unknown[] = { 0x4e };
+	static const uint8_t unknown[] = { 0x4f };
 	ck_assert_int_eq(decode_bad(unknown, 1), -1);
 	ck_assert_str_eq(err, "corrupt event data (unknown event code at byte 0 of a record)");
 }
@@ -576,7 +576,7 @@ END_TEST
 
 START_TEST(test_every_unknown_op)
 {
-	for (unsigned op = HP_OP_VALUE_HI + 1; op < 0x80; op++) {
+	for (unsigned op = HP_OP_OWN + 1; op < 0x80; op++) {
 		uint8_t b[3] = { (uint8_t)op, 0x01, 0x01 };
 		ck_assert_msg(decode_bad(b, sizeof(b)) == -1, "op 0x%02x accepted", op);
 		ck_assert_ptr_nonnull(strstr(err, "unknown event code"));

@@ -154,6 +154,26 @@ START_TEST(test_pause_cut_from_open_frames)
 }
 END_TEST
 
+START_TEST(test_own_time_cut_from_open_frames)
+{
+	/* a calls b; a chunk switch after b's enter takes 100 ticks, another
+	 * inside a pause is cut once; c starts right after a switch */
+	static const struct hp_ev ev[] = {
+		EN(A, 0), EN(B, 10), CT(HP_EV_OWN, 110), EX(B, 120),
+		CT(HP_EV_PAUSE, 130), CT(HP_EV_OWN, 200), CT(HP_EV_RESUME, 230),
+		EN(C, 240), CT(HP_EV_OWN, 1240), EX(C, 1250), EX(A, 1260),
+	};
+	feed(0, ev, N(ev));
+	hp_profile_finish(&prof);
+	assert_stat(B, 1, 10, 10, 10, 10);
+	assert_stat(C, 1, 10, 10, 10, 10);
+	/* a: 1260 less 100 + 100 paused + 1000 of c's switch */
+	assert_stat(A, 1, 60, 40, 60, 60);
+	/* hookprof's time is no event */
+	ck_assert_uint_eq(prof.streams[0].events, 6);
+}
+END_TEST
+
 START_TEST(test_marks_and_values_are_no_frames)
 {
 	static const struct hp_ev ev[] = {
@@ -344,6 +364,7 @@ static Suite *profile_suite(void)
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_add_test(core, test_nested);
 	tcase_add_test(core, test_pause_cut_from_open_frames);
+	tcase_add_test(core, test_own_time_cut_from_open_frames);
 	tcase_add_test(core, test_marks_and_values_are_no_frames);
 	tcase_add_test(core, test_stream_ends_paused);
 	tcase_add_test(core, test_nested_across_records);

@@ -32,6 +32,7 @@
 #include "testkit.h"
 
 #include "../include/hookprof.h"
+#include "../lib/hp_calibrate.h"
 #include "../symbolize/hp_analyze.h"
 #include "../symbolize/hp_trace.h"
 
@@ -158,6 +159,28 @@ START_TEST(test_simple_pattern)
 	/* inclusive times nest */
 	ck_assert_uint_ge(tk_stat_of(&A, FA)->total, tk_stat_of(&A, FB)->total);
 	ck_assert_uint_ge(tk_stat_of(&A, FB)->total, tk_stat_of(&A, FC)->total);
+	/* a hook pair measured at the start and at the end, outliers left
+	 * out, and none of its calls recorded (42 events above) */
+	if (A.info.clock_source == HP_CLOCK_TSC)
+		for (int i = HP_CALIBRATION_START; i <= HP_CALIBRATION_END; i++) {
+			ck_assert_uint_ge(A.info.calib[i].pairs, HP_CALIBRATE_PAIRS / 2);
+			ck_assert_uint_lt(A.info.calib[i].pairs, HP_CALIBRATE_PAIRS);
+			ck_assert_double_gt(A.info.calib[i].inside + A.info.calib[i].outside, 0);
+		}
+}
+END_TEST
+
+/* Without the TSC every event takes the slow path: nothing steady to
+ * measure, no calibration, times as measured. */
+START_TEST(test_no_calibration_without_tsc)
+{
+	const char *const env[] = { "HOOKPROF_OUTPUT", path, "HOOKPROF_CLOCK", "monotonic", NULL };
+	pid_t pid;
+	ck_assert_int_eq(run_child(env, child_simple, NULL, &pid), 0);
+	analyze();
+	ck_assert_uint_eq(A.events, 42);
+	ck_assert_uint_eq(A.info.calib[HP_CALIBRATION_START].pairs, 0);
+	ck_assert_uint_eq(A.info.calib[HP_CALIBRATION_END].pairs, 0);
 }
 END_TEST
 
@@ -1005,6 +1028,7 @@ static Suite *runtime_suite(void)
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_set_timeout(core, 30);
 	tcase_add_test(core, test_simple_pattern);
+	tcase_add_test(core, test_no_calibration_without_tsc);
 	tcase_add_test(core, test_stream_lossless_3m);
 	tcase_add_test(core, test_stream_small_buffer_lossless);
 	tcase_add_test(core, test_eight_threads);

@@ -268,6 +268,64 @@ START_TEST(test_parent_record)
 }
 END_TEST
 
+START_TEST(test_calibration_records)
+{
+	double in, out;
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_TSC);
+	tk_calibration_rec(&file, HP_CALIBRATION_START, 4, 40, 80);
+	tk_end_rec(&file, 0, 0, 0);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_uint_eq(info.calib[HP_CALIBRATION_START].pairs, 4);
+	ck_assert_double_eq(info.calib[HP_CALIBRATION_START].inside, 10);
+	ck_assert_double_eq(info.calib[HP_CALIBRATION_START].outside, 20);
+	ck_assert_uint_eq(info.calib[HP_CALIBRATION_END].pairs, 0);
+	ck_assert_int_eq(hp_trace_hook_cost(&info, &in, &out), 1);
+	ck_assert_double_eq(in, 10);
+	ck_assert_double_eq(out, 20);
+	/* the start's and the end's, averaged */
+	free(file.p);
+	memset(&file, 0, sizeof(file));
+	hp_trace_info_free(&info);
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_TSC);
+	tk_calibration_rec(&file, HP_CALIBRATION_START, 4, 40, 80);
+	tk_calibration_rec(&file, HP_CALIBRATION_END, 2, 40, 80);
+	tk_end_rec(&file, 0, 0, 0);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_int_eq(hp_trace_hook_cost(&info, &in, &out), 2);
+	ck_assert_double_eq(in, 15);
+	ck_assert_double_eq(out, 30);
+}
+END_TEST
+
+START_TEST(test_calibration_absent_or_corrupt)
+{
+	double in, out;
+	minimal(&file);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_int_eq(hp_trace_hook_cost(&info, &in, &out), 0);
+	ck_assert_double_eq(in + out, 0);
+	/* no pairs, a moment that is neither start nor end: corrupt */
+	static const uint32_t bad[][2] = { { HP_CALIBRATION_START, 0 }, { 2, 10 } };
+	for (size_t i = 0; i < 2; i++) {
+		free(file.p);
+		memset(&file, 0, sizeof(file));
+		hp_trace_info_free(&info);
+		tk_header(&file);
+		process_rec(&file, HP_CLOCK_TSC);
+		tk_calibration_rec(&file, bad[i][0], bad[i][1], 1, 1);
+		tk_end_rec(&file, 0, 0, 0);
+		save(&file);
+		ck_assert_int_eq(read_trace(NULL, NULL), -1);
+		ck_assert_str_eq(err, "corrupt record of type 14");
+	}
+}
+END_TEST
+
 START_TEST(test_parent_record_absent_in_1_0)
 {
 	minimal(&file);
@@ -950,7 +1008,7 @@ END_TEST
 
 START_TEST(test_corrupt_event_data_names_file)
 {
-	static const uint8_t ev[] = { 0x4e };
+	static const uint8_t ev[] = { 0x4f };
 	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	tk_events_rec(&file, 0, 1, ev, sizeof(ev));
@@ -1205,6 +1263,8 @@ static Suite *trace_suite(void)
 	tcase_add_test(core, test_minor_version_newer);
 	tcase_add_test(core, test_record_past_eof);
 	tcase_add_test(core, test_parent_record);
+	tcase_add_test(core, test_calibration_records);
+	tcase_add_test(core, test_calibration_absent_or_corrupt);
 	tcase_add_test(core, test_parent_record_absent_in_1_0);
 	tcase_add_test(core, test_unknown_record_skipped);
 	tcase_add_test(core, test_module_lives);

@@ -144,7 +144,8 @@ static struct hp_thread *hand_thread(uint32_t stream, uint32_t tid, const char *
 	t->map_bytes = (size_t)t->nchunks * HP_CHUNK_BYTES;
 	t->base = hp_pages_alloc(t->map_bytes);
 	t->chunk_len = calloc(t->nchunks, sizeof(uint32_t));
-	if (!t->base || !t->chunk_len)
+	t->own = calloc(t->nchunks, sizeof(*t->own));
+	if (!t->base || !t->chunk_len || !t->own)
 		return NULL;
 	t->stream = stream;
 	t->tid = tid;
@@ -363,6 +364,8 @@ static int check_pattern(void *arg, const struct hp_analysis *a, uint32_t stream
 			x->resets++;
 			continue;
 		}
+		if (ev[i].kind == HP_EV_OWN)
+			continue;
 		uint64_t k = x->next[stream]++;
 		uint32_t kind = k & 1 ? HP_EV_EXIT : HP_EV_ENTER;
 		if (x->wrong_at == NONE &&
@@ -427,6 +430,62 @@ START_TEST(test_chunks_become_events_records)
 	ck_assert_uint_eq(A.info.streams[0].tid, FAKE_TID);
 	ck_assert_str_eq(A.info.streams[0].name, "alpha");
 	ck_assert_str_eq(thread_names(0), "alpha alpha");
+}
+END_TEST
+
+/* The second chunk's slow path ran from its 3rd event to tick 5000000. */
+static int child_own_time(void *arg)
+{
+	(void)arg;
+	CHILD_DO(writer_open(HP_MODE_STREAM));
+	struct hp_thread *t = hand_thread(0, FAKE_TID, "alpha");
+	TK_CHILD_TRUE(t != NULL);
+	publish(t, 0, 10);
+	t->own[t->head % t->nchunks] = (struct hp_chunk_own){ .tick = 5000000, .at = 3 };
+	publish(t, 10, 10);
+	hp_writer_drain(t);
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
+}
+
+struct own_seen {
+	uint64_t events, own_after, own_tick, owns;
+};
+
+static int find_own(void *arg, const struct hp_analysis *a, uint32_t stream, const struct hp_ev *ev,
+		    size_t n)
+{
+	(void)a;
+	(void)stream;
+	struct own_seen *o = arg;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind == HP_EV_OWN) {
+			o->owns++;
+			o->own_after = o->events;
+			o->own_tick = ev[i].tick;
+		} else if (ev[i].kind == HP_EV_ENTER || ev[i].kind == HP_EV_EXIT) {
+			o->events++;
+		}
+	}
+	return 0;
+}
+
+START_TEST(test_own_time_after_its_events)
+{
+	run_ok(child_own_time, NULL);
+	read_records();
+	/* no event of its own: the record counts and END say 20 */
+	ck_assert_str_eq(summary(ALL), "T0 E0:10 E0:10 T0 END:20/0/1");
+	check_end_totals();
+	struct own_seen o = { 0 };
+	analyze(find_own, &o);
+	ck_assert_uint_eq(o.owns, 1);
+	ck_assert_uint_eq(o.own_after, 13);
+	ck_assert_uint_eq(o.own_tick, 5000000);
+	ck_assert_uint_eq(A.events, 20);
+	/* the events after it decode as written */
+	struct expect x;
+	analyze_pattern(&x);
 }
 END_TEST
 
@@ -875,6 +934,7 @@ static Suite *writer_suite(void)
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_set_timeout(core, 30);
 	tcase_add_test(core, test_chunks_become_events_records);
+	tcase_add_test(core, test_own_time_after_its_events);
 	tcase_add_test(core, test_streams_keep_their_ids);
 	tcase_add_test(core, test_thread_records_first_and_last);
 	tcase_add_test(core, test_live_thread_at_finish);

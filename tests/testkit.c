@@ -165,6 +165,17 @@ void tk_clock_rec(struct tk_bytes *b, uint64_t tick, uint64_t ns)
 	tk_rec_end(b, r);
 }
 
+void tk_calibration_rec(struct tk_bytes *b, uint32_t when, uint32_t pairs, uint64_t inside,
+			uint64_t outside)
+{
+	size_t r = tk_rec_begin(b, HP_REC_CALIBRATION);
+	tk_put32(b, when);
+	tk_put32(b, pairs);
+	tk_put64(b, inside);
+	tk_put64(b, outside);
+	tk_rec_end(b, r);
+}
+
 void tk_thread_rec(struct tk_bytes *b, uint32_t stream, uint32_t tid, const char *name)
 {
 	size_t r = tk_rec_begin(b, HP_REC_THREAD);

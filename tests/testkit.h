@@ -79,6 +79,8 @@ void tk_rec_end(struct tk_bytes *b, size_t at);
 void tk_process_rec(struct tk_bytes *b, uint32_t pid, uint32_t clock, uint64_t realtime_ns,
 		    uint32_t flags, const char *exe, uint32_t argc, const char *const *argv);
 void tk_clock_rec(struct tk_bytes *b, uint64_t tick, uint64_t ns);
+void tk_calibration_rec(struct tk_bytes *b, uint32_t when, uint32_t pairs, uint64_t inside,
+			uint64_t outside);
 void tk_thread_rec(struct tk_bytes *b, uint32_t stream, uint32_t tid, const char *name);
 void tk_events_rec(struct tk_bytes *b, uint32_t stream, uint32_t count, const uint8_t *data,
 		   size_t len);
