@@ -29,14 +29,21 @@
 
 struct dframe {
 	uint64_t start;
-	uint64_t own0;      /* the thread's own time (tstate.own) at its enter */
-	uint64_t calls;     /* hook pairs below it (its callees' and theirs) */
-	double child;       /* ticks of the shown frames whose nearest shown caller it is */
+	/* Of the shown frames whose nearest shown caller it is: their spans
+	 * (as measured) and their times (less hookprof's), in ticks. */
+	uint64_t child_span;
+	double child;
+	/* What hookprof took of its self time (a shown frame's): its own time
+	 * (ticks), and the hook pairs whose cost landed there: of its shown
+	 * callees (their outside part), of the hidden calls it stands for (both). */
+	uint64_t own;
+	uint32_t kids, hidden;
 	uint32_t fn;
 	uint32_t up;        /* nearest shown frame below, or NO_FRAME */
 	uint32_t sdepth;    /* shown frames below it */
 	uint8_t shown, sent, in_function, had_child, outermost;
 	uint8_t hooked;     /* a function's frame, whose hooks cost; not a region's */
+	uint8_t unused;
 	uint8_t exit_next;  /* time order: the thread's next event is its exit */
 };
 
@@ -47,7 +54,8 @@ struct tstate {
 	struct hp_opencount open; /* sent frames per function */
 	struct hp_pause pause;    /* paused and stopped time is cut out (hp_pause.h) */
 	/* hookprof's own time (HP_EV_OWN) so far, in ticks: not cut out of the
-	 * timeline (threads stay aligned in time), but out of every duration */
+	 * timeline (threads stay aligned in time), but out of the self time of
+	 * the frame it fell in, and so of every duration around it */
 	uint64_t own;
 	uint64_t last_tick;
 	int wanted;         /* the thread filter lets it through */
@@ -387,35 +395,43 @@ static int send_pending(struct hp_drive *d, struct tstate *s, uint32_t i)
 	return 0;
 }
 
-/*
- * A frame's time in ticks, less hookprof's: its own time within (chunk
- * switches), the inside part of its own hook pair, and both parts of the
- * pair of every call below it. Never below 0. So a caller's self time
- * loses, per direct callee, the outside part of that callee's pair.
- */
-static double frame_dur(const struct hp_drive *d, const struct tstate *s, const struct dframe *fr,
-			uint64_t tick)
+static uint64_t frame_span(const struct dframe *fr, uint64_t tick)
 {
-	uint64_t span = tick >= fr->start ? tick - fr->start : 0, own = s->own - fr->own0;
-	double hooks = (fr->hooked ? d->hook_in : 0) + (double)fr->calls * (d->hook_in + d->hook_out);
-	double dur = (double)(span > own ? span - own : 0) - hooks;
-	return dur > 0 ? dur : 0;
+	return tick >= fr->start ? tick - fr->start : 0;
+}
+
+/*
+ * A shown frame's self time in ticks, less hookprof's: the own time that
+ * fell in it (chunk switches), the inside part of its own hook pair, the
+ * outside part of each shown callee's, and both parts of each hidden call
+ * it stands for. Never below 0. Its time is then that plus its shown
+ * callees' times, so that self times always add up to the roots' times.
+ */
+static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t tick)
+{
+	uint64_t span = frame_span(fr, tick);
+	double measured = (double)(span > fr->child_span ? span - fr->child_span : 0) - (double)fr->own;
+	double hooks = (fr->hooked ? d->hook_in : 0) + fr->kids * d->hook_out +
+		       fr->hidden * (d->hook_in + d->hook_out);
+	return measured > hooks ? measured - hooks : 0;
 }
 
 static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t tick,
 		     int lost)
 {
-	double dur = frame_dur(d, s, fr, tick);
+	double self = frame_self(d, fr, tick), dur = self + fr->child;
 	struct hp_vframe vf = {
 		.fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
 		.end = ns_at(d, tick >= fr->start ? tick : fr->start),
 		.dur = dur * d->tb.ns_per_tick,
-		.self = (dur >= fr->child ? dur - fr->child : 0) * d->tb.ns_per_tick,
+		.self = self * d->tb.ns_per_tick,
 		.outermost = fr->outermost, .leaf = !fr->had_child, .lost = lost,
 	};
 	hp_opencount_sub(&s->open, fr->fn);
 	if (fr->up != NO_FRAME) {
 		s->f[fr->up].child += dur;
+		s->f[fr->up].child_span += frame_span(fr, tick);
+		s->f[fr->up].kids += fr->hooked;
 		s->f[fr->up].had_child = 1;
 	}
 	return d->v->ops->exit ? d->v->ops->exit(d->v, s->vt, &vf) : 0;
@@ -457,7 +473,6 @@ static int push(struct hp_drive *d, struct tstate *s, const struct hp_ev *e)
 	struct dframe *fr = &s->f[s->depth];
 	memset(fr, 0, sizeof(*fr));
 	fr->start = e->tick;
-	fr->own0 = s->own;
 	fr->hooked = !hp_is_region_func(e->func);
 	fr->fn = fn;
 	fr->up = !below ? NO_FRAME : below->shown ? (uint32_t)(s->depth - 1) : below->up;
@@ -475,12 +490,13 @@ static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 {
 	uint32_t i = (uint32_t)--s->depth;
 	struct dframe *fr = &s->f[i];
-	if (i > 0) /* shown or not, its hooks ran */
-		s->f[i - 1].calls += fr->calls + fr->hooked;
-	if (!fr->shown)
+	if (!fr->shown) {
+		if (fr->up != NO_FRAME) /* its hooks ran all the same */
+			s->f[fr->up].hidden += fr->hooked;
 		return 0;
+	}
 	if (d->o->filter.min_ns && !fr->sent) {
-		double dur = frame_dur(d, s, fr, tick);
+		double dur = frame_self(d, fr, tick) + fr->child;
 		if ((double)dur * d->tb.ns_per_tick < d->o->filter.min_ns)
 			return 0;
 		if (send_pending(d, s, i))
@@ -497,13 +513,26 @@ static int close_all(struct hp_drive *d, struct tstate *s, uint64_t tick, int lo
 	return 0;
 }
 
+/* hookprof's own time falls in the innermost frame, or the shown one it
+ * stands in for. */
+static void take_own(struct tstate *s, uint64_t own)
+{
+	s->own += own;
+	if (!s->depth)
+		return;
+	const struct dframe *top = &s->f[s->depth - 1];
+	uint32_t i = top->shown ? (uint32_t)(s->depth - 1) : top->up;
+	if (i != NO_FRAME)
+		s->f[i].own += own;
+}
+
 static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct hp_ev cut;
 		if (ev[i].kind == HP_EV_OWN) {
 			if (!d->o->filter.raw)
-				s->own += hp_pause_own(&s->pause, &ev[i]);
+				take_own(s, hp_pause_own(&s->pause, &ev[i]));
 			continue;
 		}
 		if (!hp_pause_apply(&s->pause, &ev[i], &cut))

@@ -187,6 +187,17 @@ START_TEST(test_hook_cost_out_of_durations)
 }
 END_TEST
 
+/* Calls shorter than their hooks' cost read 0, and their callers' times
+ * still add up: a time is its self time plus its callees' times. */
+START_TEST(test_hook_cost_never_below_zero)
+{
+	own_time_trace(1, 20, 3);
+	DRIVE(NULL);
+	EXPECT("t100>0x10/0@100 t100>0x20/1@110 t100<0x20/1=0,0 t100>0x30/1@170 "
+	       "t100<0x30/1=0,0 t100<0x10/0=14,14+ ");
+}
+END_TEST
+
 /* A hidden callee's hooks still ran: its caller loses them. */
 START_TEST(test_hook_cost_of_hidden_calls)
 {
@@ -364,6 +375,7 @@ static Suite *suite(void)
 	tcase_add_test(core, test_own_time_out_of_durations);
 	tcase_add_test(core, test_hook_cost_out_of_durations);
 	tcase_add_test(core, test_hook_cost_of_hidden_calls);
+	tcase_add_test(core, test_hook_cost_never_below_zero);
 	tcase_add_test(core, test_exclude_gives_time_to_caller);
 	tcase_add_test(core, test_depth_hides_deeper_calls);
 	tcase_add_test(core, test_min_sends_enters_late_in_order);
