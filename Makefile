@@ -5,7 +5,8 @@
 #   make check-asan      the same under AddressSanitizer+UBSan, built in build-asan/
 #   make check-tsan      the concurrent modules' unit tests and the e2e tests under
 #                        ThreadSanitizer, built in build-tsan/ (docs/testing.md)
-#   make bench           overhead, size and speed against the floor and uftrace
+#   make bench           overhead, size and speed against the floor and uftrace;
+#                        fidelity: self-time shares against perf sampling
 #   make fuzz            libFuzzer target of the trace reader (clang), build/fuzz/fuzz_trace
 #   make install PREFIX=/usr/local DESTDIR=
 #   make clean           (build/ and the sanitizer builds)
@@ -149,6 +150,7 @@ check-tsan: deps
 
 bench: deps all
 	@tests/bench/bench.sh
+	@tests/bench/fidelity.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include

@@ -159,7 +159,8 @@ check "tree table: a header, main at the left, its callees indented under it, he
 		NR == 1 { ok1 = $1 == "calls" && $NF == "path" }
 		/  main$/ { main = NR }
 		/^ +1 .*  \+-pause_ms$/ { pm = NR }
-		/   \|  \+-tg_leaf$/ { mid_leaf = NR }
+		/  \+-tg_mid$/ { mid = NR }
+		/   [| ]  \+-tg_leaf$/ && NR == mid + 1 { mid_leaf = NR }
 		END { exit !(ok1 && main == 2 && pm == 3 && mid_leaf > pm) }' "$TGD/tree.txt"
 "$HP" graph "$TG_TRACE" >"$TGD/graph.txt" 2>&1
 check "graph table: tg_mid's entry: its caller, itself, its callee" "$(brief "$TGD/graph.txt")" \

@@ -1,0 +1,106 @@
+#!/bin/bash
+# fidelity.sh - how well hookprof's times describe the program: each bench
+# program's top functions by self time, their share as perf sampling sees it
+# in a build without instrumentation (the truth, as near as we have it), and
+# as hookprof reports it, as measured (--raw) and compensated (the default).
+# Also main's total against the uninstrumented run's wall time.
+#
+# A benchmark, never a test: it prints figures and exits 0. Run by
+# `make bench` after bench.sh; by hand: tests/bench/fidelity.sh [PROG...]
+# Environment: FIDELITY_RUNS=N (default 3; shares are the median of the
+# runs), CC, CXX, TMPDIR.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${BENCH_BUILD:-$root/build}
+hookprof=$build/hookprof
+lib=$build/libhookprof.so
+cc=${CC:-cc}
+cxx=${CXX:-c++}
+runs=${FIDELITY_RUNS:-3}
+case $runs in '' | *[!0-9]* | 0) runs=3 ;; esac
+progs=("$@")
+[ ${#progs[@]} -gt 0 ] || progs=(synth leaf cxx fib threads8)
+# The same code in both builds: nothing inlined that the hooks would keep
+# out of line anyway.
+flags=(-O2 -g -fno-inline -pthread)
+declare -A args=([synth]=40 [leaf]="" [cxx]="" [fib]=32 [threads8]="")
+
+note() { printf 'fidelity: %s\n' "$*" >&2; }
+if ! command -v perf >/dev/null 2>&1 || [ ! -x "$hookprof" ] || [ ! -r "$lib" ]; then
+	note "needs perf, $hookprof and $lib: left out"
+	exit 0
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/hookprof-fidelity.XXXXXX") || exit 0
+trap 'rm -rf "$work"' EXIT
+
+# build PROG: $work/PROG.plain and $work/PROG.hooks
+build() {
+	local p=$1 src=$here/progs/$1.c comp=$cc
+	[ -r "$src" ] || { src=$here/progs/$1.cpp; comp=$cxx; }
+	"$comp" "${flags[@]}" "$src" -o "$work/$p.plain" &&
+		"$comp" "${flags[@]}" -finstrument-functions "$src" -o "$work/$p.hooks"
+}
+
+# NAME SHARE lines of the program's own functions, shares in % of their sum.
+# Names lose their parameter lists so that both tools' names meet.
+normalize() {
+	awk -F'\t' '{ sub(/\(.*/, "", $1); v[$1] += $2; sum += $2 }
+		END { for (f in v) if (sum > 0) printf "%s\t%.2f\n", f, 100 * v[f] / sum }'
+}
+perf_shares() { # PROG RUN
+	local p=$1 data=$work/$1.$2.perf
+	(cd "$work" && perf record -q -e cpu-clock -F 10000 -o "$data" "./$p.plain" ${args[$p]} >/dev/null 2>&1) || return 1
+	perf report -i "$data" --stdio --no-children --sort dso,sym 2>/dev/null |
+		awk -v dso="$p.plain" '$1 ~ /%$/ && $2 == dso && $3 == "[.]" {
+			pct = $1; sub(/%/, "", pct); $1 = $2 = $3 = ""; sub(/^ +/, ""); print $0 "\t" pct }' |
+		normalize
+}
+hookprof_shares() { # PROG RUN: raw and compensated, as RAW/COMP files
+	local p=$1 tr=$work/$1.$2.hookprof
+	(cd "$work" && HOOKPROF_OUTPUT=$tr LD_PRELOAD=$lib "./$p.hooks" ${args[$p]} >/dev/null 2>&1) || return 1
+	local opt
+	for opt in raw comp; do
+		"$hookprof" report --format=csv $([ $opt = raw ] && echo --raw) "$tr" 2>/dev/null |
+			awk -v dso="$p.hooks" -F, 'NR > 1 && $(NF-1) == dso {
+				self = $(NF-5); name = $1; for (i = 2; i <= NF - 8; i++) name = name "," $i
+				gsub(/"/, "", name); print name "\t" self }' | normalize >"$work/$p.$2.$opt"
+		[ $opt = comp ] && "$hookprof" report --format=csv "$tr" 2>/dev/null |
+			awk -F, '$1 == "main" { print $(NF-6) }' >"$work/$p.$2.main"
+	done
+	rm -f "$tr"
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+share_of() { awk -F'\t' -v f="$2" '$1 == f { print $2 }' "$1"; }
+
+printf '\n== fidelity: share of self time (%%), perf sampling of an uninstrumented build vs hookprof, median of %s runs\n' "$runs"
+printf '%-9s %-34s %7s %7s %7s %7s\n' program function perf raw comp "comp-perf"
+for p in "${progs[@]}"; do
+	build "$p" || { note "$p: cannot build"; continue; }
+	plain_ns=()
+	for ((r = 1; r <= runs; r++)); do
+		t0=$(date +%s%N)
+		(cd "$work" && "./$p.plain" ${args[$p]} >/dev/null 2>&1)
+		plain_ns+=($(($(date +%s%N) - t0)))
+		perf_shares "$p" "$r" >"$work/$p.$r.perf.txt" || note "$p: perf failed"
+		hookprof_shares "$p" "$r" || note "$p: hookprof failed"
+	done
+	# the top 6 functions by perf's median share
+	for f in $(cat "$work/$p".*.perf.txt | cut -f1 | sort -u); do
+		printf '%s\t%s\n' "$f" "$(for ((r = 1; r <= runs; r++)); do share_of "$work/$p.$r.perf.txt" "$f"; done | median)"
+	done | sort -t$'\t' -k2,2gr | head -n 6 >"$work/$p.top"
+	while IFS=$'\t' read -r f perf_share; do
+		raw=$(for ((r = 1; r <= runs; r++)); do share_of "$work/$p.$r.raw" "$f"; done | median)
+		comp=$(for ((r = 1; r <= runs; r++)); do share_of "$work/$p.$r.comp" "$f"; done | median)
+		printf '%-9s %-34.34s %7.2f %7.2f %7.2f %+7.2f\n' "$p" "$f" "$perf_share" "${raw:-0}" "${comp:-0}" \
+			"$(awk -v a="${comp:-0}" -v b="$perf_share" 'BEGIN { print a - b }')"
+	done <"$work/$p.top"
+	plain=$(printf '%s\n' "${plain_ns[@]}" | median)
+	main=$(cat "$work/$p".*.main 2>/dev/null | median)
+	[ -n "$main" ] && [ -n "$plain" ] &&
+		printf '%-9s %-34s %7s %7s %7.1f ms (uninstrumented run %.1f ms: %+.1f%%)\n' "$p" "main's total, compensated" "" "" \
+			"$(awk -v m="$main" 'BEGIN { print m / 1e6 }')" "$(awk -v m="$plain" 'BEGIN { print m / 1e6 }')" \
+			"$(awk -v m="$main" -v u="$plain" 'BEGIN { print 100 * (m - u) / u }')"
+done
+exit 0
