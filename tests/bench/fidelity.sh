@@ -21,11 +21,11 @@ cxx=${CXX:-c++}
 runs=${FIDELITY_RUNS:-3}
 case $runs in '' | *[!0-9]* | 0) runs=3 ;; esac
 progs=("$@")
-[ ${#progs[@]} -gt 0 ] || progs=(synth leaf cxx fib threads8)
+[ ${#progs[@]} -gt 0 ] || progs=(synth leaf cxx fib threads8 minigzip lua)
 # The same code in both builds: nothing inlined that the hooks would keep
 # out of line anyway.
 flags=(-O2 -g -fno-inline -pthread)
-declare -A args=([synth]=40 [leaf]="" [cxx]="" [fib]=32 [threads8]="")
+declare -A args=([synth]=40 [leaf]="" [cxx]="" [fib]=32 [threads8]="" [minigzip]="" [lua]="$here/progs/bench.lua")
 
 note() { printf 'fidelity: %s\n' "$*" >&2; }
 if ! command -v perf >/dev/null 2>&1 || [ ! -x "$hookprof" ] || [ ! -r "$lib" ]; then
@@ -34,13 +34,31 @@ if ! command -v perf >/dev/null 2>&1 || [ ! -x "$hookprof" ] || [ ! -r "$lib" ];
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/hookprof-fidelity.XXXXXX") || exit 0
 trap 'rm -rf "$work"' EXIT
+. "$here/sources.sh"
 
 # build PROG: $work/PROG.plain and $work/PROG.hooks
 build() {
 	local p=$1 src=$here/progs/$1.c comp=$cc
+	case $p in
+	minigzip | lua)
+		minigzip_input "$work/input.txt"
+		"build_$p" "$work/$p.plain" "${flags[@]}" &&
+			"build_$p" "$work/$p.hooks" "${flags[@]}" -finstrument-functions
+		return ;;
+	esac
 	[ -r "$src" ] || { src=$here/progs/$1.cpp; comp=$cxx; }
 	"$comp" "${flags[@]}" "$src" -o "$work/$p.plain" &&
 		"$comp" "${flags[@]}" -finstrument-functions "$src" -o "$work/$p.hooks"
+}
+
+# run PROG BUILD [ENV...]: one run in $work under ${wrap[@]}, output to
+# /dev/null (minigzip compresses the input text).
+wrap=()
+run() {
+	local p=$1 b=$2 in=/dev/null
+	shift 2
+	[ "$p" = minigzip ] && in=input.txt
+	(cd "$work" && env "$@" "${wrap[@]}" "./$p.$b" ${args[$p]} <"$in" >/dev/null 2>&1)
 }
 
 # NAME SHARE lines of the program's own functions, shares in % of their sum.
@@ -51,7 +69,11 @@ normalize() {
 }
 perf_shares() { # PROG RUN
 	local p=$1 data=$work/$1.$2.perf
-	(cd "$work" && perf record -q -e cpu-clock -F 10000 -o "$data" "./$p.plain" ${args[$p]} >/dev/null 2>&1) || return 1
+	wrap=(perf record -q -e cpu-clock -F 10000 -o "$data")
+	run "$p" plain
+	local rc=$?
+	wrap=()
+	[ $rc = 0 ] || return 1
 	perf report -i "$data" --stdio --no-children --sort dso,sym 2>/dev/null |
 		awk -v dso="$p.plain" '$1 ~ /%$/ && $2 == dso && $3 == "[.]" {
 			pct = $1; sub(/%/, "", pct); $1 = $2 = $3 = ""; sub(/^ +/, ""); print $0 "\t" pct }' |
@@ -59,7 +81,7 @@ perf_shares() { # PROG RUN
 }
 hookprof_shares() { # PROG RUN: raw and compensated, as RAW/COMP files
 	local p=$1 tr=$work/$1.$2.hookprof
-	(cd "$work" && HOOKPROF_OUTPUT=$tr LD_PRELOAD=$lib "./$p.hooks" ${args[$p]} >/dev/null 2>&1) || return 1
+	run "$p" hooks HOOKPROF_OUTPUT="$tr" LD_PRELOAD="$lib" || return 1
 	local opt
 	for opt in raw comp; do
 		"$hookprof" report --format=csv $([ $opt = raw ] && echo --raw) "$tr" 2>/dev/null |
@@ -81,7 +103,7 @@ for p in "${progs[@]}"; do
 	plain_ns=()
 	for ((r = 1; r <= runs; r++)); do
 		t0=$(date +%s%N)
-		(cd "$work" && "./$p.plain" ${args[$p]} >/dev/null 2>&1)
+		run "$p" plain
 		plain_ns+=($(($(date +%s%N) - t0)))
 		perf_shares "$p" "$r" >"$work/$p.$r.perf.txt" || note "$p: perf failed"
 		hookprof_shares "$p" "$r" || note "$p: hookprof failed"
