@@ -17,7 +17,7 @@
 #define HP_MAGIC "HOOKPROF"
 #define HP_MAGIC_LEN 8
 #define HP_VERSION_MAJOR 1
-#define HP_VERSION_MINOR 2
+#define HP_VERSION_MINOR 3
 #define HP_BYTE_ORDER_MARK 0x01020304u
 #define HP_FILE_HEADER_SIZE 32
 #define HP_RECORD_HEADER_SIZE 8
@@ -43,7 +43,13 @@ enum hp_record_type {
 	 * name, a mark's text, a thread's name): u32 id, u32 len, len bytes.
 	 * Written once, before the first EVENTS record that names it. */
 	HP_REC_STRING = 12,
+	/* 1.3: the filters of the run (HOOKPROF_EXCLUDE, INCLUDE, DEPTH, MIN)
+	 * and what MIN dropped so far; a reader keeps the last one:
+	 *   u64 min_ns, u64 min_calls, u64 min_ticks, u32 depth, u32 reserved,
+	 *   u32 len + exclude (as given), u32 len + include. */
+	HP_REC_FILTER = 13,
 };
+#define HP_FILTER_FIXED_SIZE 32u
 
 /* Strings of the control API: ids below this; a mark's text at most this long. */
 #define HP_STRINGS_MAX (1u << 16)

@@ -52,5 +52,9 @@ void hp_writer_modules_changed(void) HP_HIDDEN;
 
 /* Appends a CLOCK record: one (tick, CLOCK_MONOTONIC_RAW) pair. */
 void hp_writer_clock_record(void) HP_HIDDEN;
+/* The filters of the run (hp_filter.h, HOOKPROF_MIN): a FILTER record now,
+ * at the end, and when MIN's drops change; MIN is calibrated by the clock
+ * records. cfg lives as long as the process. */
+void hp_writer_filters(const struct hp_config *cfg) HP_HIDDEN;
 
 #endif
