@@ -740,6 +740,21 @@ static void print_buffer(const struct hp_trace_info *in)
 		printf("buffer:   %llu KiB per thread\n", (unsigned long long)(b >> 10));
 }
 
+/* FILTER (1.3): what the run was asked to leave out. */
+static void print_filters(const struct hp_analysis *a)
+{
+	const struct hp_trace_info *in = &a->info;
+	char text[8192];
+	hp_trace_filters_text(in, text, sizeof(text));
+	if (!*text)
+		return;
+	printf("filters:  %s\n", text);
+	if (in->filter_min_ns)
+		printf("          min left out %llu calls, %.0f ns in all\n",
+		       (unsigned long long)in->filter_min_calls,
+		       hp_ticks_to_ns(&a->tb, in->filter_min_ticks));
+}
+
 static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 {
 	const struct hp_trace_info *in = &a->info;
@@ -763,6 +778,7 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 	else
 		printf("events:   %llu\n", (unsigned long long)a->events);
 	printf("lost:     %llu outside threads\n", (unsigned long long)in->lost_global);
+	print_filters(a);
 	if (a->cut_at)
 		printf("complete: no (cut at byte %llu: an incomplete record, left out)\n",
 		       (unsigned long long)a->cut_at);
