@@ -34,7 +34,7 @@ struct hp_config {
 };
 
 /* The deepest HOOKPROF_DEPTH: each thread keeps one stack pointer a level. */
-#define HP_DEPTH_MAX 128u
+#define HP_DEPTH_MAX 128u /* record --help and its message say 128 too */
 
 /*
  * Fills cfg from the environment `getenv_fn` gives (the runtime passes
