@@ -538,14 +538,35 @@ static void start_runtime_first(void)
 	errno = saved_errno;
 }
 
+/*
+ * The frame of the function entered or left: the stack slot of its return
+ * address (call_site), the first word equal to it above `from` (its
+ * caller's stack pointer at the hook's call, where its frame begins). The
+ * same at its enter and exit, above its callees', at or above a sibling's
+ * called from the same place: what the filters' levels need. Scanned a
+ * bounded distance (a frame larger than that, or no call site: `from`,
+ * still ordered but for siblings of larger frames).
+ */
+#define FRAME_SCAN_WORDS 512
+
+static uintptr_t frame_of_caller(uintptr_t from, uint64_t call_site)
+{
+	const uint64_t *p = (const uint64_t *)from;
+	for (unsigned i = 0; call_site && i < FRAME_SCAN_WORDS; i++)
+		if (p[i] == call_site)
+			return (uintptr_t)&p[i];
+	return from;
+}
+
 /* A function event the filters drop (hp_filter.h). Its slot goes back;
- * if a signal handler took slots after it, it holds HP_RAW_NOTHING. The
- * stack address is the slow path's own frame, called the same way by the
- * enter and the exit hook: a fixed distance below their caller's. */
-static __attribute__((noinline)) int filtered(uint64_t addr, struct hp_raw *taken)
+ * if a signal handler took slots after it, it holds HP_RAW_NOTHING. from:
+ * the slow path's canonical frame address, the hook's caller's stack
+ * pointer when the hook tail-calls it (it does at -O1 and above). */
+static __attribute__((noinline)) int filtered(uint64_t addr, struct hp_raw *taken, uintptr_t from,
+					      uint64_t call_site)
 {
 	if ((addr & HP_RAW_CONTROL) || hp_tls.busy || hp_tls.retired ||
-	    !hp_filter_drops(addr, (uintptr_t)__builtin_frame_address(0)))
+	    !hp_filter_drops(addr, frame_of_caller(from, call_site)))
 		return 0;
 	if (taken + 1 == hp_tls.pos)
 		hp_tls.pos = taken;
@@ -554,11 +575,11 @@ static __attribute__((noinline)) int filtered(uint64_t addr, struct hp_raw *take
 	return 1;
 }
 
-void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
+void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken, uint64_t call_site)
 {
 	if (unlikely(!hp_tls.thread) && !hp_tls.retired && !hp_tls.busy && hp_runtime_new())
 		start_runtime_first();
-	if (hp_filter_on && filtered(addr, taken))
+	if (hp_filter_on && filtered(addr, taken, (uintptr_t)__builtin_dwarf_cfa(), call_site))
 		return;
 	record_slow_at(addr, taken, 0);
 }
@@ -777,7 +798,7 @@ void hp_buffer_control(uint64_t word)
 {
 	if (hp_tls.paused)
 		return;
-	hp_buffer_record(word);
+	hp_buffer_record(word, 0);
 }
 
 void hp_buffer_pause_self(void)
