@@ -524,11 +524,11 @@ void hp_buffer_resume_self(const struct hp_tls *saved)
  * that follows in memory.
  */
 static int control_gate(uint64_t addr, struct hp_raw *taken);
-static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at);
+static __attribute__((noinline)) void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at);
 
 /* The runtime starts at the first event, and the filters with it: that
  * event is judged by them too. Signals wait, as in the slow path. */
-static void start_runtime_first(void)
+static __attribute__((noinline, cold)) void start_runtime_first(void)
 {
 	int saved_errno = errno;
 	sigset_t saved_mask;
@@ -538,49 +538,28 @@ static void start_runtime_first(void)
 	errno = saved_errno;
 }
 
-/*
- * The frame of the function entered or left: the stack slot of its return
- * address (call_site), the first word equal to it above `from` (its
- * caller's stack pointer at the hook's call, where its frame begins). The
- * same at its enter and exit, above its callees', at or above a sibling's
- * called from the same place: what the filters' levels need. Scanned a
- * bounded distance (a frame larger than that, or no call site: `from`,
- * still ordered but for siblings of larger frames).
- */
-#define FRAME_SCAN_WORDS 512
-
-static uintptr_t frame_of_caller(uintptr_t from, uint64_t call_site)
-{
-	const uint64_t *p = (const uint64_t *)from;
-	for (unsigned i = 0; call_site && i < FRAME_SCAN_WORDS; i++)
-		if (p[i] == call_site)
-			return (uintptr_t)&p[i];
-	return from;
-}
-
 /* A function event the filters drop (hp_filter.h). Its slot goes back;
- * if a signal handler took slots after it, it holds HP_RAW_NOTHING. from:
- * the slow path's canonical frame address, the hook's caller's stack
- * pointer when the hook tail-calls it (it does at -O1 and above). */
-static __attribute__((noinline)) int filtered(uint64_t addr, struct hp_raw *taken, uintptr_t from,
-					      uint64_t call_site)
+ * if a signal handler took slots after it, it holds HP_RAW_NOTHING. */
+static void drop_slot(struct hp_raw *taken)
 {
-	if ((addr & HP_RAW_CONTROL) || hp_tls.busy || hp_tls.retired ||
-	    !hp_filter_drops(addr, frame_of_caller(from, call_site)))
-		return 0;
 	if (taken + 1 == hp_tls.pos)
 		hp_tls.pos = taken;
 	else
 		record_slow_at(HP_RAW_NOTHING, taken, 0);
-	return 1;
 }
 
+/* Small, so that a filtered event costs no more than it must: the rest is
+ * out of line. The canonical frame address is the hook's caller's stack
+ * pointer when the hook tail-calls here (it does at -O1 and above). */
 void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken, uint64_t call_site)
 {
 	if (unlikely(!hp_tls.thread) && !hp_tls.retired && !hp_tls.busy && hp_runtime_new())
 		start_runtime_first();
-	if (hp_filter_on && filtered(addr, taken, (uintptr_t)__builtin_dwarf_cfa(), call_site))
+	if (hp_filter_on && !(addr & HP_RAW_CONTROL) && !hp_tls.busy && !hp_tls.retired &&
+	    hp_filter_event(addr, (uintptr_t)__builtin_dwarf_cfa(), call_site)) {
+		drop_slot(taken);
 		return;
+	}
 	record_slow_at(addr, taken, 0);
 }
 

@@ -305,7 +305,7 @@ static void add_symbol(void *arg, const char *name, uint64_t addr)
 	g->hits[g->nhits++].verdict = v;
 }
 
-static uint32_t slot_of(uint64_t addr, uint32_t mask)
+static inline uint32_t slot_of(uint64_t addr, uint32_t mask)
 {
 	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & mask;
 }
@@ -427,7 +427,7 @@ static void read_new_modules(const struct table *seen)
 	hp_buffer_release_signals(&saved_mask);
 }
 
-static unsigned probe(const struct table *t, uint64_t addr)
+static inline unsigned probe(const struct table *t, uint64_t addr)
 {
 	for (uint32_t s = slot_of(addr, t->mask);; s = (s + 1) & t->mask) {
 		if (t->keys[s] == addr)
@@ -437,17 +437,28 @@ static unsigned probe(const struct table *t, uint64_t addr)
 	}
 }
 
-unsigned hp_filter_verdict(uint64_t addr)
+/* Not matched: in a module read, or one loaded since (read now). */
+static __attribute__((noinline)) unsigned verdict_missed(const struct table *t, uint64_t addr)
+{
+	if (in_ranges(t, addr))
+		return 0;
+	read_new_modules(t);
+	const struct table *now = table_now();
+	return now != t ? probe(now, addr) : 0;
+}
+
+static inline unsigned verdict(uint64_t addr)
 {
 	const struct table *t = table_now();
 	if (!t)
 		return 0;
 	unsigned v = probe(t, addr);
-	if (v || in_ranges(t, addr))
-		return v;
-	read_new_modules(t);
-	const struct table *now = table_now();
-	return now != t ? probe(now, addr) : 0;
+	return v ? v : verdict_missed(t, addr);
+}
+
+unsigned hp_filter_verdict(uint64_t addr)
+{
+	return verdict(addr);
 }
 
 void hp_filter_modules_changed(void)
@@ -506,7 +517,7 @@ void hp_filter_reset_thread(void)
 
 /* Levels opened by a frame at or below sp are gone: a frame entered at
  * sp is their sibling or their caller's (longjmp, exceptions). */
-static void forget_gone(uintptr_t sp)
+static inline void forget_gone(uintptr_t sp)
 {
 	if (level.drop_sp && level.drop_sp <= sp)
 		level.drop_sp = 0;
@@ -516,12 +527,12 @@ static void forget_gone(uintptr_t sp)
 		level.depth--;
 }
 
-static int enter_drops(uint64_t fn, uintptr_t sp)
+static inline int enter_drops(uint64_t fn, uintptr_t sp)
 {
 	forget_gone(sp);
 	if (level.drop_sp)
 		return 1;
-	unsigned v = excludes.n || includes.n ? hp_filter_verdict(fn) : 0;
+	unsigned v = excludes.n || includes.n ? verdict(fn) : 0;
 	if (v & HP_FILTER_EXCLUDED) {
 		level.drop_sp = sp;
 		return 1;
@@ -542,7 +553,7 @@ static int enter_drops(uint64_t fn, uintptr_t sp)
 }
 
 /* The exit of a frame entered at sp (or lower, after an alloca). */
-static int exit_drops(uintptr_t sp)
+static inline int exit_drops(uintptr_t sp)
 {
 	if (level.drop_sp) {
 		if (sp < level.drop_sp)
@@ -568,9 +579,41 @@ static int exit_drops(uintptr_t sp)
 	return 0;
 }
 
-int hp_filter_drops(uint64_t raw, uintptr_t sp)
+static inline int drops(uint64_t raw, uintptr_t sp)
 {
 	if (raw & HP_RAW_EXIT)
 		return exit_drops(sp);
 	return enter_drops(raw, sp);
+}
+
+int hp_filter_drops(uint64_t raw, uintptr_t sp)
+{
+	return drops(raw, sp);
+}
+
+/*
+ * The frame of the function entered or left: the stack slot of its return
+ * address (call_site), the first word equal to it from `from` up (its
+ * stack pointer at the hook's call, where its frame begins). The same at
+ * its enter and its exit, above its callees', at or above a sibling's
+ * called from the same place: what the levels need. Scanned a bounded
+ * distance; a larger frame, or no call site: `from`, still ordered but
+ * for siblings of larger frames.
+ */
+#define FRAME_SCAN_WORDS 512
+
+static inline uintptr_t frame_of(uintptr_t from, uint64_t call_site)
+{
+	const uint64_t *p = (const uint64_t *)from;
+	if (!call_site)
+		return from;
+	for (unsigned i = 0; i < FRAME_SCAN_WORDS; i++)
+		if (p[i] == call_site)
+			return (uintptr_t)&p[i];
+	return from;
+}
+
+int hp_filter_event(uint64_t raw, uintptr_t from, uint64_t call_site)
+{
+	return drops(raw, frame_of(from, call_site));
 }

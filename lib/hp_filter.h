@@ -39,6 +39,11 @@ int hp_filter_init(const struct hp_config *cfg, char *err, size_t errlen) HP_HID
  */
 int hp_filter_drops(uint64_t raw, uintptr_t sp) HP_HIDDEN;
 
+/* hp_filter_drops of a hook's event: from, the stack pointer of the
+ * function entered or left at its call of the hook; call_site, the hook's
+ * second argument (its return address), by which its frame is found. */
+int hp_filter_event(uint64_t raw, uintptr_t from, uint64_t call_site) HP_HIDDEN;
+
 /* Objects were unloaded (dlclose): the address table is built again. */
 void hp_filter_modules_changed(void) HP_HIDDEN;
 
