@@ -383,8 +383,14 @@ static const struct table *table_now(void)
 	return __atomic_load_n(&current, __ATOMIC_ACQUIRE);
 }
 
+/* The module of the calling thread's last miss: most are in the same one. */
+static __thread const struct range *last_range __attribute__((tls_model("initial-exec")));
+
 static int in_ranges(const struct table *t, uint64_t addr)
 {
+	const struct range *r = last_range;
+	if (r && addr >= r->lo && addr < r->hi && r >= t->ranges && r < t->ranges + t->nranges)
+		return 1;
 	uint32_t lo = 0, hi = t->nranges;
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
@@ -393,7 +399,7 @@ static int in_ranges(const struct table *t, uint64_t addr)
 		else if (addr >= t->ranges[mid].hi)
 			lo = mid + 1;
 		else
-			return 1;
+			return last_range = &t->ranges[mid], 1;
 	}
 	return 0;
 }
@@ -447,7 +453,7 @@ static __attribute__((noinline)) unsigned verdict_missed(const struct table *t, 
 	return now != t ? probe(now, addr) : 0;
 }
 
-static inline unsigned verdict(uint64_t addr)
+static inline __attribute__((always_inline)) unsigned verdict(uint64_t addr)
 {
 	const struct table *t = table_now();
 	if (!t)
@@ -515,6 +521,44 @@ void hp_filter_reset_thread(void)
 
 /* ---- per event -------------------------------------------------------- */
 
+/*
+ * Where the event's frame is: the stack slot of its function's return
+ * address (call_site), the first word equal to it from `from` up (its
+ * stack pointer at the hook's call, where its frame begins). The same at
+ * its enter and its exit, above its callees', at or above a sibling's
+ * called from the same place: what the levels need. Scanned a bounded
+ * distance (a larger frame, or no call site: `from`, still ordered but for
+ * siblings of larger frames); only when a level needs it.
+ */
+#define FRAME_SCAN_WORDS 512
+
+struct where {
+	uintptr_t from;
+	uint64_t call_site;
+	uintptr_t sp; /* 0 until found */
+};
+
+static inline __attribute__((always_inline)) uintptr_t sp_of(struct where *w)
+{
+	if (w->sp)
+		return w->sp;
+	const uint64_t *p = (const uint64_t *)w->from;
+	uint64_t ra = w->call_site;
+	w->sp = w->from;
+	if (ra)
+		for (unsigned i = 0; i < FRAME_SCAN_WORDS; i++)
+			if (p[i] == ra) {
+				w->sp = (uintptr_t)&p[i];
+				break;
+			}
+	return w->sp;
+}
+
+static inline int levels_open(void)
+{
+	return level.drop_sp || level.include_sp || level.depth;
+}
+
 /* Levels opened by a frame at or below sp are gone: a frame entered at
  * sp is their sibling or their caller's (longjmp, exceptions). */
 static inline void forget_gone(uintptr_t sp)
@@ -527,34 +571,38 @@ static inline void forget_gone(uintptr_t sp)
 		level.depth--;
 }
 
-static inline int enter_drops(uint64_t fn, uintptr_t sp)
+static inline __attribute__((always_inline)) int enter_drops(uint64_t fn, struct where *w)
 {
-	forget_gone(sp);
+	if (levels_open())
+		forget_gone(sp_of(w));
 	if (level.drop_sp)
 		return 1;
 	unsigned v = excludes.n || includes.n ? verdict(fn) : 0;
 	if (v & HP_FILTER_EXCLUDED) {
-		level.drop_sp = sp;
+		level.drop_sp = sp_of(w);
 		return 1;
 	}
 	if (includes.n && !level.include_sp) {
 		if (!(v & HP_FILTER_INCLUDED))
 			return 1;
-		level.include_sp = sp;
+		level.include_sp = sp_of(w);
 	}
 	if (depth_max) {
 		if (level.depth == depth_max) {
-			level.drop_sp = sp;
+			level.drop_sp = sp_of(w);
 			return 1;
 		}
-		level.sp[level.depth++] = sp;
+		level.sp[level.depth++] = sp_of(w);
 	}
 	return 0;
 }
 
 /* The exit of a frame entered at sp (or lower, after an alloca). */
-static inline int exit_drops(uintptr_t sp)
+static inline __attribute__((always_inline)) int exit_drops(struct where *w)
 {
+	if (!levels_open())
+		return includes.n != 0; /* outside any included function */
+	uintptr_t sp = sp_of(w);
 	if (level.drop_sp) {
 		if (sp < level.drop_sp)
 			return 1; /* inside the subtree */
@@ -579,41 +627,21 @@ static inline int exit_drops(uintptr_t sp)
 	return 0;
 }
 
-static inline int drops(uint64_t raw, uintptr_t sp)
+static inline __attribute__((always_inline)) int drops(uint64_t raw, struct where *w)
 {
 	if (raw & HP_RAW_EXIT)
-		return exit_drops(sp);
-	return enter_drops(raw, sp);
+		return exit_drops(w);
+	return enter_drops(raw, w);
 }
 
 int hp_filter_drops(uint64_t raw, uintptr_t sp)
 {
-	return drops(raw, sp);
-}
-
-/*
- * The frame of the function entered or left: the stack slot of its return
- * address (call_site), the first word equal to it from `from` up (its
- * stack pointer at the hook's call, where its frame begins). The same at
- * its enter and its exit, above its callees', at or above a sibling's
- * called from the same place: what the levels need. Scanned a bounded
- * distance; a larger frame, or no call site: `from`, still ordered but
- * for siblings of larger frames.
- */
-#define FRAME_SCAN_WORDS 512
-
-static inline uintptr_t frame_of(uintptr_t from, uint64_t call_site)
-{
-	const uint64_t *p = (const uint64_t *)from;
-	if (!call_site)
-		return from;
-	for (unsigned i = 0; i < FRAME_SCAN_WORDS; i++)
-		if (p[i] == call_site)
-			return (uintptr_t)&p[i];
-	return from;
+	struct where w = { sp, 0, sp };
+	return drops(raw, &w);
 }
 
 int hp_filter_event(uint64_t raw, uintptr_t from, uint64_t call_site)
 {
-	return drops(raw, frame_of(from, call_site));
+	struct where w = { from, call_site, 0 };
+	return drops(raw, &w);
 }
