@@ -538,19 +538,28 @@ struct where {
 	uintptr_t sp; /* 0 until found */
 };
 
-static inline __attribute__((always_inline)) uintptr_t sp_of(struct where *w)
+/* The scan reads the program's frames, whose redzones AddressSanitizer
+ * would report: out of line and unchecked under it. */
+#ifdef __SANITIZE_ADDRESS__
+#define FRAME_SCAN_ATTRS __attribute__((noinline, no_sanitize_address))
+#else
+#define FRAME_SCAN_ATTRS inline __attribute__((always_inline))
+#endif
+
+static FRAME_SCAN_ATTRS uintptr_t frame_scan(uintptr_t from, uint64_t ra)
 {
-	if (w->sp)
-		return w->sp;
-	const uint64_t *p = (const uint64_t *)w->from;
-	uint64_t ra = w->call_site;
-	w->sp = w->from;
+	const uint64_t *p = (const uint64_t *)from;
 	if (ra)
 		for (unsigned i = 0; i < FRAME_SCAN_WORDS; i++)
-			if (p[i] == ra) {
-				w->sp = (uintptr_t)&p[i];
-				break;
-			}
+			if (p[i] == ra)
+				return (uintptr_t)&p[i];
+	return from;
+}
+
+static inline __attribute__((always_inline)) uintptr_t sp_of(struct where *w)
+{
+	if (!w->sp)
+		w->sp = frame_scan(w->from, w->call_site);
 	return w->sp;
 }
 

@@ -65,7 +65,7 @@ static void write_file(const char *path, const char *content)
 static const uint8_t file_header[32] = {
 	'H', 'O', 'O', 'K', 'P', 'R', 'O', 'F', /* magic */
 	0x01, 0x00,                             /* major 1 */
-	0x02, 0x00,                             /* minor 2 */
+	0x03, 0x00,                             /* minor 3 */
 	0x04, 0x03, 0x02, 0x01,                 /* byte-order mark */
 	0x20, 0x00, 0x00, 0x00,                 /* header size 32 */
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,     /* reserved */

@@ -194,3 +194,17 @@ check "filter: record --exclude with a bad regex is a usage error" "status $RC; 
 "$HP" record --help >"$DIR/help.out" 2>&1
 check "filter: record --help lists --exclude --include --depth --min" "$(brief "$DIR/help.out")" \
 	[ "$(grep -c -e '--exclude=RE' -e '--include=RE' -e '--depth=N' -e '--min=DURATION' "$DIR/help.out")" = 4 ]
+
+# Threads: each keeps its own levels. thr_worker is level 1 of each thread.
+flt_run preload "filter-threads" threads "HOOKPROF_INCLUDE=^thr_worker$" "HOOKPROF_DEPTH=1"
+check_run "filter threads" preload 0 "threads done 1"
+if report "filter threads" "$TRACE"; then
+	expect_calls "filter threads" "" thr_worker=8
+	flt_absent "filter threads" main thr_work
+fi
+flt_run linked "filter-threads-exclude" threads_linked "HOOKPROF_EXCLUDE=^thr_work$"
+check_run "filter threads exclude" linked 0 "threads done 1"
+if report "filter threads exclude" "$TRACE"; then
+	expect_calls "filter threads exclude" "" main=1 thr_worker=8
+	flt_absent "filter threads exclude" thr_work
+fi
