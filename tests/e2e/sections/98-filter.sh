@@ -208,3 +208,23 @@ if report "filter threads exclude" "$TRACE"; then
 	expect_calls "filter threads exclude" "" main=1 thr_worker=8
 	flt_absent "filter threads exclude" thr_work
 fi
+
+# An exception out of an excluded and an included subtree (clang runs no
+# exit hooks while unwinding; g++ does).
+FLT_THROW=throw
+[ "$HAVE_CLANG" = 1 ] && FLT_THROW="$FLT_THROW throw_clang"
+for bin in $FLT_THROW; do
+	flt_run preload "filter-$bin-exclude" "$bin" "HOOKPROF_EXCLUDE=^thr_a\("
+	check_run "filter $bin: exception out of an excluded subtree" preload 0 "throw 4"
+	if report "filter $bin: exception out of an excluded subtree" "$TRACE"; then
+		expect_calls "filter $bin: exception out of an excluded subtree" "" main=1 "thr_catch(int)=4" \
+			"thr_after()=1"
+		flt_absent "filter $bin: exception out of an excluded subtree" "thr_a(int)" "thr_b(int)"
+	fi
+	flt_run preload "filter-$bin-include" "$bin" "HOOKPROF_INCLUDE=^thr_a\("
+	check_run "filter $bin: exception out of an included subtree" preload 0 "throw 4"
+	if report "filter $bin: exception out of an included subtree" "$TRACE"; then
+		expect_calls "filter $bin: exception out of an included subtree" "" "thr_a(int)=4" "thr_b(int)=4"
+		flt_absent "filter $bin: exception out of an included subtree" main "thr_catch(int)" "thr_after()"
+	fi
+done
