@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "hp_filter.h"
 #include "hp_format.h"
 #include "hp_runtime.h"
 #include "hp_unwind.h"
@@ -107,10 +108,17 @@ static struct hp_raw *chunk_end(const struct hp_thread *t)
 	return chunk_base(t, t->head) + HP_CHUNK_EVENTS;
 }
 
+/* The hook fills its slot itself: without the TSC, or with a filter on,
+ * end is NULL and every event comes to the slow path. */
+static int hook_fills(void)
+{
+	return hp_tick_is_tsc && !hp_filter_on;
+}
+
 /* The hook's fast path goes on in the chunk from here. */
 static void arm_end(struct hp_thread *t)
 {
-	hp_tls.end = hp_tick_is_tsc ? chunk_end(t) : NULL;
+	hp_tls.end = hook_fills() ? chunk_end(t) : NULL;
 }
 
 static void use_chunk(struct hp_thread *t, int arm)
@@ -695,10 +703,42 @@ static void switch_fast(struct hp_thread *t, uint64_t addr, struct hp_raw *taken
  * that follows in memory.
  */
 static int control_gate(uint64_t addr, struct hp_raw *taken);
-static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at);
+static __attribute__((noinline)) void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at);
 
-void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken)
+/* The runtime starts at the first event, and the filters with it: that
+ * event is judged by them too. Signals wait, as in the slow path. */
+static __attribute__((noinline, cold)) void start_runtime_first(void)
 {
+	int saved_errno = errno;
+	sigset_t saved_mask;
+	hp_buffer_hold_signals(&saved_mask);
+	hp_runtime_ready();
+	hp_buffer_release_signals(&saved_mask);
+	errno = saved_errno;
+}
+
+/* A function event the filters drop (hp_filter.h). Its slot goes back;
+ * if a signal handler took slots after it, it holds HP_RAW_NOTHING. */
+static void drop_slot(struct hp_raw *taken)
+{
+	if (taken + 1 == hp_tls.pos)
+		hp_tls.pos = taken;
+	else
+		record_slow_at(HP_RAW_NOTHING, taken, 0);
+}
+
+/* Small, so that a filtered event costs no more than it must: the rest is
+ * out of line. The canonical frame address is the hook's caller's stack
+ * pointer when the hook tail-calls here (it does at -O1 and above). */
+void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken, uint64_t call_site)
+{
+	if (unlikely(!hp_tls.thread) && !hp_tls.retired && !hp_tls.busy && hp_runtime_new())
+		start_runtime_first();
+	if (hp_filter_on && !(addr & HP_RAW_CONTROL) && !hp_tls.busy && !hp_tls.retired &&
+	    hp_filter_event(addr, (uintptr_t)__builtin_dwarf_cfa(), call_site)) {
+		drop_slot(taken);
+		return;
+	}
 	record_slow_at(addr, taken, 0);
 }
 
@@ -730,7 +770,7 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 	    control_gate(addr, taken))
 		return;
 	struct hp_thread *t = hp_tls.thread;
-	if (t && (in_chunk(t, taken) || (!hp_tick_is_tsc && in_chunk_just_published(t, taken)))) {
+	if (t && (in_chunk(t, taken) || (!hook_fills() && in_chunk_just_published(t, taken)))) {
 		hp_raw_fill(taken, addr, tick);
 		return;
 	}
@@ -890,7 +930,7 @@ static void rearm_self(void)
 	struct hp_thread *t = hp_tls.thread;
 	if (!t || hp_buffer_in_own_work())
 		return; /* a chunk switch in progress sets end, and checks */
-	__atomic_store_n(&hp_tls.end, hp_tick_is_tsc ? chunk_end(t) : NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&hp_tls.end, hook_fills() ? chunk_end(t) : NULL, __ATOMIC_RELAXED);
 	/* Orders the end stored before reading stopping_tid and the control
 	 * state: a stop or a fatal signal's flush that nulled the ends before
 	 * is seen here (pairs with ctl_write and hp_buffer_stop_others). */
@@ -931,7 +971,7 @@ void hp_buffer_control(uint64_t word)
 {
 	if (hp_tls.paused)
 		return;
-	hp_buffer_record(word);
+	hp_buffer_record(word, 0);
 }
 
 void hp_buffer_pause_self(void)

@@ -101,7 +101,10 @@ struct hp_thread {
 	uint32_t announced;      /* THREAD record written */
 };
 
-void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken) HP_HIDDEN;
+/* call_site: the hooks' second argument, the return address of the
+ * function entered or left (the filters find its frame by it); 0 for a
+ * control word. */
+void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken, uint64_t call_site) HP_HIDDEN;
 /* This thread is in hookprof's own slow path (busy), or switching chunks
  * with signals on: what would change its buffer waits, or is dropped. */
 int hp_buffer_in_own_work(void) HP_HIDDEN;
@@ -152,7 +155,7 @@ static inline void hp_raw_fill(struct hp_raw *e, uint64_t addr, uint64_t tick)
  * slot inside the chunk is still good). This one has no call to save
  * registers for.
  */
-static inline void hp_buffer_record(uint64_t addr)
+static inline void hp_buffer_record(uint64_t addr, uint64_t call_site)
 {
 	uint64_t tick = hp_cpu_tick();
 	/* The slot is taken before it is filled: an instrumented signal handler
@@ -163,7 +166,7 @@ static inline void hp_buffer_record(uint64_t addr)
 	/* Inside the chunk that ends at end, not merely below end: a handler
 	 * may have wrapped the ring to a lower chunk in between. */
 	if (unlikely((uintptr_t)e - (uintptr_t)(end - HP_CHUNK_EVENTS) >= HP_CHUNK_BYTES)) {
-		hp_buffer_record_slow(addr, e);
+		hp_buffer_record_slow(addr, e, call_site);
 		return;
 	}
 	hp_raw_fill(e, addr, tick);

@@ -101,6 +101,56 @@ static int read_start(struct hp_config *cfg, const char *s, char *err, size_t er
 	return -1;
 }
 
+uint64_t hp_config_parse_duration(const char *s)
+{
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{ "", 1 }, { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+	};
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return UINT64_MAX;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return UINT64_MAX;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit))
+			return v <= UINT64_MAX / 2 / units[i].ns ? v * units[i].ns : UINT64_MAX;
+	return UINT64_MAX;
+}
+
+static int read_depth(struct hp_config *cfg, const char *s, char *err, size_t errlen)
+{
+	if (!s || !*s)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long v = *s >= '0' && *s <= '9' ? strtoul(s, &end, 10) : 0;
+	if (v && !*end && !errno && v <= HP_DEPTH_MAX) {
+		cfg->depth = (unsigned)v;
+		return 0;
+	}
+	snprintf(err, errlen, "HOOKPROF_DEPTH='%s' is not a depth from 1 to %u; every level is recorded",
+		 s, HP_DEPTH_MAX);
+	return -1;
+}
+
+static int read_min(struct hp_config *cfg, const char *s, char *err, size_t errlen)
+{
+	if (!s || !*s)
+		return 0;
+	uint64_t v = hp_config_parse_duration(s);
+	if (v != UINT64_MAX) {
+		cfg->min_ns = v;
+		return 0;
+	}
+	snprintf(err, errlen, "HOOKPROF_MIN='%s' is not a duration (500ns, 10us, 1ms, 2s); "
+			      "every call is recorded", s);
+	return -1;
+}
+
+static const char *non_empty(const char *s) { return s && *s ? s : NULL; }
+
 int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int secure,
 		   char *err, size_t errlen)
 {
@@ -118,6 +168,10 @@ int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int 
 	rc |= read_buffer(cfg, getenv_fn("HOOKPROF_BUFFER"), err, errlen);
 	rc |= read_clock(cfg, getenv_fn("HOOKPROF_CLOCK"), err, errlen);
 	rc |= read_start(cfg, getenv_fn("HOOKPROF_START"), err, errlen);
+	cfg->exclude = non_empty(getenv_fn("HOOKPROF_EXCLUDE"));
+	cfg->include = non_empty(getenv_fn("HOOKPROF_INCLUDE"));
+	rc |= read_depth(cfg, getenv_fn("HOOKPROF_DEPTH"), err, errlen);
+	rc |= read_min(cfg, getenv_fn("HOOKPROF_MIN"), err, errlen);
 	return rc;
 }
 
@@ -125,7 +179,8 @@ int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int 
  * tool's (record, the symbolizer) and its test scripts'. */
 static const char *const known_names[] = {
 	"HOOKPROF_OUTPUT", "HOOKPROF_MODE",	  "HOOKPROF_BUFFER",	 "HOOKPROF_CLOCK",
-	"HOOKPROF_START",
+	"HOOKPROF_START",  "HOOKPROF_EXCLUDE",	  "HOOKPROF_INCLUDE",	 "HOOKPROF_DEPTH",
+	"HOOKPROF_MIN",
 	"HOOKPROF_LIB",	   "HOOKPROF_DEBUG_PATH", "HOOKPROF_BUILD",	 "HOOKPROF_SANITIZER",
 	"HOOKPROF_E2E_CFLAGS", "HOOKPROF_E2E_KEEP",
 };

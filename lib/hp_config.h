@@ -5,6 +5,7 @@
 #define HP_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hp_platform.h"
 
@@ -25,7 +26,15 @@ struct hp_config {
 	int force_monotonic;    /* HOOKPROF_CLOCK=monotonic */
 	int off;                /* not traced at all (secure execution) */
 	int start_stopped;      /* HOOKPROF_START=off: recording waits for hookprof_start() */
+	/* Recording less (hp_filter.h): the raw settings, checked when used. */
+	const char *exclude;    /* HOOKPROF_EXCLUDE: regexes, comma-separated, or NULL */
+	const char *include;    /* HOOKPROF_INCLUDE */
+	unsigned depth;         /* HOOKPROF_DEPTH: levels kept per thread, 0 for all */
+	uint64_t min_ns;        /* HOOKPROF_MIN: shorter calls without a callee dropped; 0 off */
 };
+
+/* The deepest HOOKPROF_DEPTH: each thread keeps one stack pointer a level. */
+#define HP_DEPTH_MAX 128u /* record --help and its message say 128 too */
 
 /*
  * Fills cfg from the environment `getenv_fn` gives (the runtime passes
@@ -47,6 +56,10 @@ int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int 
  * after them: 8M, 8MiB and 8MB are all 8 << 20 (what people write for a
  * buffer means the binary unit; no decimal sizes are offered). */
 size_t hp_config_parse_size(const char *s) HP_HIDDEN;
+
+/* "500ns", "10us", "1ms", "2s", or a plain number of ns: ns, or
+ * UINT64_MAX if it is not a duration (0 is one: no minimum). */
+uint64_t hp_config_parse_duration(const char *s) HP_HIDDEN;
 
 /* The first HOOKPROF_* variable of env (NAME=VALUE strings) that nothing of
  * hookprof reads: -1 with a warning naming it and the closest known name;

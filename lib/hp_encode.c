@@ -204,10 +204,11 @@ static int encode_exit_other(struct hp_dict *d, struct hp_enc_stream *s, uint64_
  * the uint8_t output pointer may alias a struct field, so fields would be
  * reloaded per event. They go back to *s around the out-of-line cases.
  */
-ssize_t hp_encode(struct hp_dict *d, struct hp_enc_stream *s,
-		  const struct hp_raw *ev, size_t n, uint8_t *out)
+static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
+			  const struct hp_raw *ev, size_t n, uint8_t *out)
 {
 	uint8_t *p = out;
+	size_t nothing = 0;
 	uint64_t last = s->last_tick;
 	size_t depth = s->depth;
 	uint32_t *stack = s->stack;
@@ -229,6 +230,11 @@ ssize_t hp_encode(struct hp_dict *d, struct hp_enc_stream *s,
 			continue;
 		}
 		if (unlikely(raw & HP_RAW_CONTROL)) {
+			if (raw == HP_RAW_NOTHING) {
+				last = tick - delta; /* as if it were not there */
+				nothing++;
+				continue;
+			}
 			p = put_control(p, raw, delta);
 			continue;
 		}
@@ -246,7 +252,74 @@ ssize_t hp_encode(struct hp_dict *d, struct hp_enc_stream *s,
 	}
 	s->depth = depth;
 	s->last_tick = last;
+	s->written = n - nothing;
 	return p - out;
+}
+
+static uint64_t min_ticks;
+
+void hp_encode_set_min(uint64_t ticks) { min_ticks = ticks; }
+
+ssize_t hp_encode_flush(struct hp_dict *d, struct hp_enc_stream *s, uint8_t *out)
+{
+	s->written = 0;
+	if (!s->has_pending)
+		return 0;
+	s->has_pending = 0;
+	return encode_all(d, s, &s->pending, 1, out);
+}
+
+/* A short call: the enter held back, then its own exit before the minimum. */
+static int short_call(const struct hp_enc_stream *s, const struct hp_raw *e)
+{
+	return s->has_pending && e->addr == (s->pending.addr | HP_RAW_EXIT) &&
+	       e->tick - s->pending.tick < min_ticks;
+}
+
+/*
+ * HOOKPROF_MIN: each enter waits for the next event. Its own exit within
+ * the minimum drops both (counted); anything else writes it first. One
+ * event at a time through encode_all: the writer's time, not the hooks'.
+ */
+static ssize_t encode_min(struct hp_dict *d, struct hp_enc_stream *s,
+			  const struct hp_raw *ev, size_t n, uint8_t *out)
+{
+	uint8_t *p = out;
+	uint64_t written = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].addr == HP_RAW_NOTHING)
+			continue;
+		if (short_call(s, &ev[i])) {
+			s->has_pending = 0;
+			s->min_calls++;
+			s->min_ticks += ev[i].tick - s->pending.tick;
+			continue;
+		}
+		ssize_t len = hp_encode_flush(d, s, p);
+		if (len < 0)
+			return -1;
+		p += len;
+		written += s->written;
+		if (!(ev[i].addr & (HP_RAW_EXIT | HP_RAW_CONTROL))) {
+			s->pending = ev[i];
+			s->has_pending = 1;
+			continue;
+		}
+		if ((len = encode_all(d, s, &ev[i], 1, p)) < 0)
+			return -1;
+		p += len;
+		written += s->written;
+	}
+	s->written = written;
+	return p - out;
+}
+
+ssize_t hp_encode(struct hp_dict *d, struct hp_enc_stream *s,
+		  const struct hp_raw *ev, size_t n, uint8_t *out)
+{
+	if (min_ticks || s->has_pending)
+		return encode_min(d, s, ev, n, out);
+	return encode_all(d, s, ev, n, out);
 }
 
 size_t hp_encode_reset(struct hp_enc_stream *s, uint8_t *out)

@@ -38,6 +38,9 @@ enum hp_raw_kind {
 	HP_RAW_VALUE_HI,
 	HP_RAW_KINDS
 };
+/* A slot that holds no event: a filtered event's, which could not be
+ * given back (hp_filter.h). The encoder skips it. */
+#define HP_RAW_NOTHING HP_RAW_CONTROL
 #define HP_RAW_PAYLOAD_MASK ((1ull << 56) - 1)
 
 static inline uint64_t hp_raw_control(unsigned kind, uint64_t payload)
@@ -63,13 +66,21 @@ struct hp_enc_stream {
 	size_t depth;
 	size_t cap;
 	uint64_t last_tick;
+	uint64_t written; /* events the last hp_encode or hp_encode_flush wrote */
+	/* HOOKPROF_MIN: an enter is held back until the next event says
+	 * whether it was a call shorter than the minimum with no callee. */
+	struct hp_raw pending;
+	int has_pending;
+	uint64_t min_calls; /* calls dropped by the minimum, and their ticks */
+	uint64_t min_ticks;
 };
 
 int hp_dict_init(struct hp_dict *d) HP_HIDDEN;
 void hp_dict_free(struct hp_dict *d) HP_HIDDEN;
 void hp_enc_stream_free(struct hp_enc_stream *s) HP_HIDDEN;
 
-/* Output space hp_encode may need for n events. */
+/* Output space hp_encode may need for n events; for n + 1 with
+ * HOOKPROF_MIN (the enter held back from before comes out too). */
 static inline size_t hp_encode_bound(size_t n) { return 1 + n * 32; }
 /* And for the one mark of hookprof's own time a chunk may hold. */
 #define HP_ENCODE_OWN_BOUND 11
@@ -81,6 +92,13 @@ static inline size_t hp_encode_bound(size_t n) { return 1 + n * 32; }
  */
 ssize_t hp_encode(struct hp_dict *d, struct hp_enc_stream *s,
 		  const struct hp_raw *ev, size_t n, uint8_t *out) HP_HIDDEN;
+
+/* HOOKPROF_MIN in ticks, for every stream (0: off). */
+void hp_encode_set_min(uint64_t ticks) HP_HIDDEN;
+
+/* Appends the enter held back, if any (before a gap, at the stream's end),
+ * to out, which has HP_EVENT_MAX_BYTES; bytes written, or -1 (memory). */
+ssize_t hp_encode_flush(struct hp_dict *d, struct hp_enc_stream *s, uint8_t *out) HP_HIDDEN;
 
 /* Appends a reset: the stream continues after a gap. Returns bytes written. */
 size_t hp_encode_reset(struct hp_enc_stream *s, uint8_t *out) HP_HIDDEN;

@@ -43,11 +43,17 @@ enum hp_record_type {
 	 * name, a mark's text, a thread's name): u32 id, u32 len, len bytes.
 	 * Written once, before the first EVENTS record that names it. */
 	HP_REC_STRING = 12,
+	/* 1.3: the filters of the run (HOOKPROF_EXCLUDE, INCLUDE, DEPTH, MIN)
+	 * and what MIN dropped so far; a reader keeps the last one:
+	 *   u64 min_ns, u64 min_calls, u64 min_ticks, u32 depth, u32 reserved,
+	 *   u32 len + exclude (as given), u32 len + include. */
+	HP_REC_FILTER = 13,
 	/* 1.3: what a hook pair costs, measured in the process at its start
 	 * and at its end: u32 when (HP_CALIBRATION_*), u32 pairs, u64 inside,
 	 * u64 outside (sums of ticks over the pairs; docs/format.md). */
 	HP_REC_CALIBRATION = 14,
 };
+#define HP_FILTER_FIXED_SIZE 32u
 
 enum { HP_CALIBRATION_START = 0, HP_CALIBRATION_END = 1 };
 

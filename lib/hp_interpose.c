@@ -58,6 +58,7 @@ static void objects_changed(void)
 {
 	int saved = errno;
 	hp_runtime_objects_changing();
+	hp_runtime_objects_changed();
 	errno = saved;
 }
 

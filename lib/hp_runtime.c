@@ -23,6 +23,7 @@
 #include "hp_buffer.h"
 #include "hp_config.h"
 #include "hp_format.h"
+#include "hp_filter.h"
 #include "hp_modules.h"
 #include "hp_output.h"
 #include "hp_strings.h"
@@ -449,6 +450,8 @@ static void runtime_init(void)
 	}
 	hp_platform_init(config.force_monotonic);
 	hp_unwind_init();
+	if (hp_filter_init(&config, err, sizeof(err)))
+		hp_warn("%s", err);
 	snprintf(err, sizeof(err), "cannot set up hookprof's buffers");
 	if (hp_buffer_init(&config) || hp_writer_init() || hp_strings_init() ||
 	    hp_output_create(config.output, program_invocation_short_name, getpid(), err, sizeof(err))) {
@@ -465,6 +468,7 @@ static void runtime_init(void)
 	parent_record();
 	hp_writer_calibration_record(HP_CALIBRATION_START);
 	uint64_t first_clock = hp_clock_ns();
+	hp_writer_filters(&config);
 	hp_writer_clock_record();
 	hp_modules_write(1);
 	/* Two clock pairs, on disk before the program goes on: a run killed at
@@ -486,6 +490,11 @@ static void runtime_init(void)
 	/* Release: every setting above is visible before an event sees TRACING. */
 	__atomic_store_n(&state, STATE_TRACING, __ATOMIC_RELEASE);
 	errno = saved;
+}
+
+int hp_runtime_new(void)
+{
+	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW;
 }
 
 int hp_runtime_ready(void)
@@ -570,6 +579,16 @@ HP_EXPORT int hookprof_flush(void)
 HP_EXPORT const char *hookprof_trace_path(void)
 {
 	return hp_runtime_ready() ? hp_output_path() : NULL;
+}
+
+void hp_runtime_objects_changed(void)
+{
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_tls.busy)
+		return;
+	sigset_t saved_mask;
+	hp_buffer_hold_signals(&saved_mask);
+	hp_filter_modules_changed();
+	hp_buffer_release_signals(&saved_mask);
 }
 
 void hp_runtime_objects_changing(void)

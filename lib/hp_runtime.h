@@ -10,6 +10,8 @@
 
 /* Initialises on first use; 1 while the process is being traced. */
 int hp_runtime_ready(void) HP_HIDDEN;
+/* Not started yet: the first event starts it. */
+int hp_runtime_new(void) HP_HIDDEN;
 /* Counts an event lost outside any thread's stream (reason: HP_LOST_*). */
 void hp_runtime_count_lost(int reason) HP_HIDDEN;
 uint64_t hp_runtime_lost(uint32_t reason) HP_HIDDEN;
@@ -34,5 +36,7 @@ void hp_runtime_before_exec(void) HP_HIDDEN;
 void hp_runtime_daemon_forking(int on) HP_HIDDEN;
 /* An object is about to be unloaded: write the module map while it is there. */
 void hp_runtime_objects_changing(void) HP_HIDDEN;
+/* An object was unloaded: the filters forget its addresses. */
+void hp_runtime_objects_changed(void) HP_HIDDEN;
 
 #endif

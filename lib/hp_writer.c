@@ -44,8 +44,27 @@ static uint32_t started; /* the writer thread runs writer_main */
 static uint64_t events_written;
 static uint64_t lost_in_threads;
 static uint32_t streams_written;
+static uint64_t min_calls, min_ticks; /* HOOKPROF_MIN's drops, of the streams ended */
+static const struct hp_config *filters; /* HOOKPROF_EXCLUDE and the others */
+static struct hp_thread *first_thread(void);
 
 int hp_writer_threaded(void) { return __atomic_load_n(&threaded, __ATOMIC_ACQUIRE); }
+
+/* HOOKPROF_MIN in ticks, from the first clock pair and the latest: start-up
+ * writes two 100 us apart, before any event is encoded. */
+static void calibrate_min(uint64_t tick, uint64_t ns)
+{
+	static uint64_t first_tick, first_ns;
+	if (!filters || !filters->min_ns)
+		return;
+	if (!first_ns) {
+		first_tick = tick;
+		first_ns = ns;
+	} else if (ns > first_ns && tick > first_tick) {
+		long double per_ns = (long double)(tick - first_tick) / (long double)(ns - first_ns);
+		hp_encode_set_min((uint64_t)(per_ns * (long double)filters->min_ns));
+	}
+}
 
 void hp_writer_clock_record(void)
 {
@@ -59,6 +78,60 @@ void hp_writer_clock_record(void)
 	hp_le64(p, tick);
 	hp_le64(p + 8, before + (after - before) / 2);
 	hp_output_end(p + 16);
+	calibrate_min(tick, before + (after - before) / 2);
+}
+
+static uint8_t *put_setting(uint8_t *p, const char *s)
+{
+	size_t len = s ? strlen(s) : 0;
+	hp_le32(p, (uint32_t)len);
+	if (len)
+		memcpy(p + 4, s, len);
+	return p + 4 + len;
+}
+
+/* The MIN drops so far: of the streams ended, and of the live ones. */
+static void min_drops(uint64_t *calls, uint64_t *ticks)
+{
+	*calls = min_calls;
+	*ticks = min_ticks;
+	for (struct hp_thread *t = first_thread(); t; t = t->next) {
+		*calls += t->enc.min_calls;
+		*ticks += t->enc.min_ticks;
+	}
+}
+
+/* FILTER: what was asked, and what MIN dropped so far (a reader keeps the
+ * last). Only when a filter is set; again when the drops changed. */
+static void filter_record(void)
+{
+	static uint64_t last_calls = ~0ull;
+	if (!filters || !(filters->exclude || filters->include || filters->depth || filters->min_ns))
+		return;
+	uint64_t calls, ticks;
+	min_drops(&calls, &ticks);
+	if (calls == last_calls)
+		return;
+	size_t strings = 8 + (filters->exclude ? strlen(filters->exclude) : 0) +
+			 (filters->include ? strlen(filters->include) : 0);
+	uint8_t *p = hp_output_begin(HP_REC_FILTER, HP_FILTER_FIXED_SIZE + strings);
+	if (!p)
+		return;
+	last_calls = calls;
+	hp_le64(p, filters->min_ns);
+	hp_le64(p + 8, calls);
+	hp_le64(p + 16, ticks);
+	hp_le32(p + 24, filters->depth);
+	hp_le32(p + 28, 0);
+	p = put_setting(p + HP_FILTER_FIXED_SIZE, filters->exclude);
+	p = put_setting(p, filters->include);
+	hp_output_end(p);
+}
+
+void hp_writer_filters(const struct hp_config *cfg)
+{
+	filters = cfg;
+	filter_record();
 }
 
 void hp_writer_calibration_record(uint32_t when)
@@ -117,6 +190,27 @@ static void thread_lost_records(struct hp_thread *t)
 	lost_in_threads += ring + reentry;
 }
 
+/* ev[0..n) of t's stream at *q (hp_encode), the events written counted
+ * in *written; own: and then an enter MIN holds back, and hookprof's own
+ * time at tick. -1: out of memory. */
+static int encode_part(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint64_t own,
+		       uint8_t **q, uint64_t *written)
+{
+	ssize_t len = hp_encode(&dict, &t->enc, ev, n, *q);
+	if (len < 0)
+		return -1;
+	*q += len;
+	*written += t->enc.written;
+	if (!own)
+		return 0;
+	if ((len = hp_encode_flush(&dict, &t->enc, *q)) < 0)
+		return -1;
+	*q += len;
+	*written += t->enc.written;
+	*q += hp_encode_own(&t->enc, own, *q);
+	return 0;
+}
+
 static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint32_t seq)
 {
 	if (broken)
@@ -130,31 +224,52 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 	/* The strings its control events may name: interned before they
 	 * were recorded, so before the chunk was published. */
 	hp_strings_write_new();
-	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + 1 + hp_encode_bound(n) + HP_ENCODE_OWN_BOUND);
+	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + 1 + hp_encode_bound(n + 2) + HP_ENCODE_OWN_BOUND);
 	if (!p)
 		return;
-	hp_le32(p, t->stream);
-	hp_le32(p + 4, (uint32_t)n);
 	uint8_t *q = p + 8;
-	if (seq != t->next_seq)
+	uint64_t written = 0;
+	ssize_t len = 0;
+	if (seq != t->next_seq) {
+		/* An enter held back happened before the gap. */
+		len = hp_encode_flush(&dict, &t->enc, q);
+		written = t->enc.written;
+		q += len > 0 ? len : 0;
 		q += hp_encode_reset(&t->enc, q);
-	/* The slow path's own time goes after the events it put in. */
-	int own = t->taken_own.tick && t->taken_own.at <= n;
-	size_t at = own ? t->taken_own.at : n;
-	ssize_t len = hp_encode(&dict, &t->enc, ev, at, q);
-	if (len >= 0 && own) {
-		q += len;
-		q += hp_encode_own(&t->enc, t->taken_own.tick, q);
-		len = hp_encode(&dict, &t->enc, ev + at, n - at, q);
 	}
-	if (len < 0) {
+	/* The slow path's own time goes after the events it put in. */
+	uint64_t own = t->taken_own.tick && t->taken_own.at <= n ? t->taken_own.tick : 0;
+	size_t at = own ? t->taken_own.at : n;
+	if (len < 0 || encode_part(t, ev, at, own, &q, &written) ||
+	    encode_part(t, ev + at, n - at, 0, &q, &written)) {
 		hp_warn("out of memory while encoding events; the trace ends here");
 		broken = 1;
 		return;
 	}
-	hp_output_end(q + len);
+	hp_le32(p, t->stream);
+	hp_le32(p + 4, (uint32_t)written);
+	hp_output_end(q);
 	t->next_seq = seq + 1;
-	events_written += n;
+	events_written += written;
+}
+
+/* The stream's last event, if the encoder held it back (HOOKPROF_MIN). */
+static void encode_pending(struct hp_thread *t)
+{
+	if (broken || !t->enc.has_pending)
+		return;
+	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + HP_EVENT_MAX_BYTES);
+	if (!p)
+		return;
+	ssize_t len = hp_encode_flush(&dict, &t->enc, p + 8);
+	if (len < 0) {
+		broken = 1;
+		return;
+	}
+	hp_le32(p, t->stream);
+	hp_le32(p + 4, (uint32_t)t->enc.written);
+	hp_output_end(p + 8 + len);
+	events_written += t->enc.written;
 }
 
 static int drain_published(struct hp_thread *t)
@@ -191,6 +306,10 @@ static int all_written(struct hp_thread *t)
 
 static void thread_end_records(struct hp_thread *t, const char *name)
 {
+	encode_pending(t);
+	min_calls += t->enc.min_calls;
+	min_ticks += t->enc.min_ticks;
+	t->enc.min_calls = t->enc.min_ticks = 0;
 	if (t->announced)
 		thread_record(t, name);
 	thread_lost_records(t);
@@ -325,6 +444,7 @@ static void housekeeping(uint64_t *next)
 	pthread_mutex_lock(&writer_lock);
 	hp_writer_clock_record();
 	hp_modules_write(0);
+	filter_record();
 	hp_output_flush(); /* on disk now: the process may be killed any time */
 	pthread_mutex_unlock(&writer_lock);
 }
@@ -500,6 +620,7 @@ int hp_writer_finish(int in_signal)
 		hp_writer_calibration_record(HP_CALIBRATION_END);
 	}
 	hp_writer_clock_record();
+	filter_record();
 	hp_unwind_write_crash();
 	end_record();
 	int rc = hp_output_flush();
@@ -535,6 +656,8 @@ size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t
 	size_t n = t->enc.depth < max ? t->enc.depth : max;
 	for (size_t i = 0; i < n; i++)
 		frames[i] = dict.addr_of[t->enc.stack[i]];
+	if (t->enc.has_pending && n < max) /* held back by HOOKPROF_MIN, open */
+		frames[n++] = t->enc.pending.addr;
 	return n;
 }
 
@@ -552,6 +675,7 @@ void hp_writer_reset_in_child(int whole)
 	threaded = broken = 0;
 	wake_seq = sleeping = stop = done = 0;
 	events_written = lost_in_threads = 0;
+	min_calls = min_ticks = 0;
 	streams_written = 0;
 	pthread_mutex_init(&writer_lock, NULL);
 }

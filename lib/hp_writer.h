@@ -56,5 +56,9 @@ void hp_writer_clock_record(void) HP_HIDDEN;
  * record, when = HP_CALIBRATION_START or _END. Nothing if it cannot be
  * measured (no TSC). */
 void hp_writer_calibration_record(uint32_t when) HP_HIDDEN;
+/* The filters of the run (hp_filter.h, HOOKPROF_MIN): a FILTER record now,
+ * at the end, and when MIN's drops change; MIN is calibrated by the clock
+ * records. cfg lives as long as the process. */
+void hp_writer_filters(const struct hp_config *cfg) HP_HIDDEN;
 
 #endif

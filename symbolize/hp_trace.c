@@ -734,6 +734,53 @@ static int parse_string(struct hp_trace_info *info, struct cursor *c)
 	return 0;
 }
 
+static void free_filter(struct hp_trace_info *info)
+{
+	free(info->filter_exclude);
+	free(info->filter_include);
+	info->filter_exclude = info->filter_include = NULL;
+	info->has_filter = 0;
+}
+
+static int parse_filter(struct hp_trace_info *info, struct cursor *c)
+{
+	free_filter(info);
+	info->filter_min_ns = take64(c);
+	info->filter_min_calls = take64(c);
+	info->filter_min_ticks = take64(c);
+	info->filter_depth = take32(c);
+	take32(c); /* reserved */
+	info->filter_exclude = take_string(c);
+	info->filter_include = take_string(c);
+	if (c->bad || !info->filter_exclude || !info->filter_include) {
+		free_filter(info);
+		return -1;
+	}
+	info->has_filter = 1;
+	return 0;
+}
+
+void hp_trace_filters_text(const struct hp_trace_info *info, char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+	if (!f) {
+		*buf = 0;
+		return;
+	}
+	const char *sep = "";
+	if (info->has_filter && *info->filter_exclude)
+		fprintf(f, "%sexclude '%s'", sep, info->filter_exclude), sep = ", ";
+	if (info->has_filter && *info->filter_include)
+		fprintf(f, "%sinclude '%s'", sep, info->filter_include), sep = ", ";
+	if (info->has_filter && info->filter_depth)
+		fprintf(f, "%sdepth %u", sep, info->filter_depth), sep = ", ";
+	if (info->has_filter && info->filter_min_ns)
+		fprintf(f, "%smin %llu ns", sep, (unsigned long long)info->filter_min_ns);
+	fputc(0, f);
+	fclose(f);
+	buf[len - 1] = 0;
+}
+
 int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *payload,
 		      uint32_t size, char *err, size_t errlen)
 {
@@ -752,6 +799,7 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 	case HP_REC_PARENT: rc = parse_parent(info, &c); break;
 	case HP_REC_STRING: rc = parse_string(info, &c); break;
 	case HP_REC_CALIBRATION: rc = parse_calibration(info, &c); break;
+	case HP_REC_FILTER: rc = parse_filter(info, &c); break;
 	default: return 0; /* EVENTS are the decoder's; unknown types are skipped */
 	}
 	if (rc || c.bad) {
@@ -766,6 +814,7 @@ void hp_trace_info_free(struct hp_trace_info *info)
 	free_argv(info);
 	free(info->exe);
 	free(info->parent_trace);
+	free_filter(info);
 	free_modules(info);
 	for (size_t i = 0; i < info->nstreams; i++)
 		free(info->streams[i].root.pc);

@@ -126,6 +126,15 @@ struct hp_trace_info {
 		uint32_t pairs;
 		double inside, outside;
 	} calib[2];
+	/* FILTER (format 1.3; the last one read; absent: has_filter 0): what
+	 * the run was asked to leave out, and what MIN left out. */
+	int has_filter;
+	uint64_t filter_min_ns;
+	uint64_t filter_min_calls;
+	uint64_t filter_min_ticks;
+	uint32_t filter_depth;
+	char *filter_exclude; /* "" if not set */
+	char *filter_include;
 };
 
 /* A hook pair's cost as measured at the start and the end of the run
@@ -137,6 +146,10 @@ static inline const char *hp_trace_string(const struct hp_trace_info *info, uint
 {
 	return id < info->nstrings ? info->strings[id] : NULL;
 }
+
+/* The filters of a trace (FILTER record) as one line: "exclude 'RE',
+ * include 'RE', depth 3, min 1000 ns"; "" if it has none. */
+void hp_trace_filters_text(const struct hp_trace_info *info, char *buf, size_t len);
 
 #define HP_STREAMS_MAX (1u << 24)
 /* More frames in a CRASH or STACK record is corruption (the runtime writes 256). */

@@ -22,6 +22,7 @@
 struct ftrace {
 	char *text;        /* header lines (and, per process, the title first) */
 	size_t len;
+	char *note;        /* lines under the table: the run's filters, or NULL */
 	char *path;
 	struct hp_proc proc;
 };
@@ -102,6 +103,43 @@ static void print_header(FILE *out, const struct hp_analysis *a)
 			(unsigned long long)lost);
 }
 
+/* The filters of the run (FILTER record): the counts are of what was
+ * recorded, and MIN says what it left out. NULL if none. */
+static char *filter_note(const struct hp_analysis *a)
+{
+	const struct hp_trace_info *in = &a->info;
+	char text[8192];
+	hp_trace_filters_text(in, text, sizeof(text));
+	if (!*text)
+		return NULL;
+	char *note = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&note, &len);
+	if (!out)
+		return NULL;
+	fprintf(out, "# recorded with filters (%s): the counts are of the calls recorded, "
+		     "not of the whole program\n", text);
+	if (in->filter_min_ns) {
+		char t[32];
+		hp_format_ns(hp_ticks_to_ns(&a->tb, in->filter_min_ticks), t, sizeof(t));
+		fprintf(out, "# min left out %llu calls shorter than %llu ns with no callee (%s in all)\n",
+			(unsigned long long)in->filter_min_calls, (unsigned long long)in->filter_min_ns, t);
+	}
+	if (fclose(out)) {
+		free(note);
+		return NULL;
+	}
+	return note;
+}
+
+static void print_notes(const struct hp_view *v, uint32_t from, uint32_t to)
+{
+	const struct flat *f = v->state;
+	for (uint32_t i = from; i < to && !f->csv; i++)
+		if (f->tr[i].note)
+			fputs(f->tr[i].note, v->out);
+}
+
 static int print_crash(FILE *out, const struct hp_analysis *a, char *err, size_t errlen)
 {
 	struct hp_symbols *sym = hp_symbols_for_trace(a->path, a->info.modules, a->info.nmodules, err, errlen);
@@ -148,6 +186,7 @@ static int trace_done_flat(struct hp_view *v, const struct hp_analysis *a, char 
 	}
 	const struct hp_trace_info *in = &a->info;
 	t->proc = (struct hp_proc){ in->pid, in->has_parent ? in->parent_pid : 0, in->start_realtime_ns };
+	t->note = filter_note(a);
 	if (threads_of(in) > f->threads)
 		f->threads = threads_of(in);
 	int rc = 0;
@@ -232,12 +271,16 @@ static int print_merged(struct hp_view *v)
 	if (!f->csv && f->threads > 1 && v->opts->per != HP_PER_THREAD)
 		fprintf(v->out, "# times are wall-clock, summed over threads (a function busy in 4 threads "
 				"for 1 s shows 4 s); --per-thread shows each thread\n");
+	int rc;
 	if (v->opts->per == HP_PER_RUN) {
 		struct runs r = { f };
 		struct hp_rows_extra x = { runs_head, runs_cells, &r };
-		return print_rows(v, 0, f->ntr, &x);
+		rc = print_rows(v, 0, f->ntr, &x);
+	} else {
+		rc = print_rows(v, 0, f->fl.ng, NULL);
 	}
-	return print_rows(v, 0, f->fl.ng, NULL);
+	print_notes(v, 0, f->ntr);
+	return rc;
 }
 
 /* Threads by trace, each process's main thread first, then in order of
@@ -283,6 +326,7 @@ static int print_per_thread(struct hp_view *v)
 		rc = print_rows(v, t->id, t->id + 1, NULL);
 		fputc('\n', v->out);
 	}
+	print_notes(v, 0, f->ntr);
 	free(order);
 	return rc;
 }
@@ -307,6 +351,7 @@ static int print_per_process(struct hp_view *v)
 			t->text + 3);
 		fwrite(title_end, 1, t->len - (size_t)(title_end - t->text), v->out);
 		rc = print_rows(v, (uint32_t)order[i], (uint32_t)order[i] + 1, NULL);
+		print_notes(v, (uint32_t)order[i], (uint32_t)order[i] + 1);
 		fputc('\n', v->out);
 	}
 	free(procs), free(order), free(depth);
@@ -336,6 +381,7 @@ static void close_flat(struct hp_view *v)
 	hp_flat_free(&f->fl);
 	for (uint32_t i = 0; i < f->ntr; i++) {
 		free(f->tr[i].text);
+		free(f->tr[i].note);
 		free(f->tr[i].path);
 	}
 	free(f->tr);

@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,9 +79,16 @@ static const char record_help[] =
 	"                        down to a power of two)\n"
 	"  --clock=tsc|monotonic timestamp source (default tsc, when invariant)\n"
 	"  --keep-symbols        pack each trace written (hookprof help pack) once the program exits\n"
+	"  --exclude=RE[,RE...]  record neither the functions whose name (as report prints it)\n"
+	"                        matches a POSIX extended regex, nor anything they call\n"
+	"  --include=RE[,RE...]  record only the functions matched and what they call\n"
+	"  --depth=N             record the N outermost levels of each thread (1 to 128)\n"
+	"  --min=DURATION        leave out calls shorter than DURATION (500ns, 10us, 1ms; a plain\n"
+	"                        number is ns) that call nothing instrumented; report counts them\n"
 	"  -h, --help            this text\n"
 	"environment of a traced program (what record sets): HOOKPROF_OUTPUT (file, %p = pid,\n"
 	"%n = program, or an existing directory), HOOKPROF_MODE, HOOKPROF_BUFFER, HOOKPROF_CLOCK,\n"
+	"HOOKPROF_EXCLUDE, HOOKPROF_INCLUDE, HOOKPROF_DEPTH, HOOKPROF_MIN,\n"
 "HOOKPROF_START=off (record nothing until the program calls hookprof_start()).\n";
 
 static const char report_help[] =
@@ -175,6 +183,7 @@ struct record_opts {
 	const char *mode;
 	const char *buffer;
 	const char *clock;
+	const char *exclude, *include, *depth, *min;
 	int keep_symbols;
 };
 
@@ -186,7 +195,55 @@ static int set_record_env(const struct record_opts *o, const char *lib, const ch
 	return setenv("LD_PRELOAD", preload, 1) || setenv("HOOKPROF_OUTPUT", output, 1) ||
 	       (o->mode && setenv("HOOKPROF_MODE", o->mode, 1)) ||
 	       (o->buffer && setenv("HOOKPROF_BUFFER", o->buffer, 1)) ||
-	       (o->clock && setenv("HOOKPROF_CLOCK", o->clock, 1));
+	       (o->clock && setenv("HOOKPROF_CLOCK", o->clock, 1)) ||
+	       (o->exclude && setenv("HOOKPROF_EXCLUDE", o->exclude, 1)) ||
+	       (o->include && setenv("HOOKPROF_INCLUDE", o->include, 1)) ||
+	       (o->depth && setenv("HOOKPROF_DEPTH", o->depth, 1)) ||
+	       (o->min && setenv("HOOKPROF_MIN", o->min, 1));
+}
+
+/* Each regex of a --exclude or --include list compiles (the runtime would
+ * leave a bad one out with a warning; record says so before the run).
+ * Commas inside [] or {} belong to the regex, as the runtime reads them. */
+static int check_regexes(const char *opt, const char *list)
+{
+	if (!list)
+		return 0;
+	char *copy = strdup(list);
+	if (!copy)
+		return hp_cli_print_error("out of memory");
+	int rc = 0, brackets = 0, braces = 0;
+	char *start = copy;
+	for (char *p = copy;; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			continue;
+		}
+		if (*p == '[' && !brackets)
+			brackets = 1;
+		else if (*p == ']' && brackets)
+			brackets = 0;
+		else if ((*p == '{' || *p == '}') && !brackets)
+			braces = *p == '{';
+		if (*p && (*p != ',' || brackets || braces))
+			continue;
+		int last = !*p;
+		*p = 0;
+		regex_t re;
+		if (*start && regcomp(&re, start, REG_EXTENDED | REG_NOSUB)) {
+			char fmt[64];
+			snprintf(fmt, sizeof(fmt), "--%s: '%%s' is not a regular expression", opt);
+			rc = hp_cli_usage_error(fmt, start);
+			break;
+		}
+		if (*start)
+			regfree(&re);
+		if (last)
+			break;
+		start = p + 1;
+	}
+	free(copy);
+	return rc;
 }
 
 static int check_record_opts(const struct record_opts *o)
@@ -197,7 +254,13 @@ static int check_record_opts(const struct record_opts *o)
 		return hp_cli_usage_error("--buffer must be a size of at least 128K, not '%s'", o->buffer);
 	if (o->clock && strcmp(o->clock, "tsc") && strcmp(o->clock, "monotonic"))
 		return hp_cli_usage_error("--clock must be tsc or monotonic, not '%s'", o->clock);
-	return 0;
+	char *end = NULL;
+	unsigned long depth = o->depth && *o->depth >= '0' && *o->depth <= '9' ? strtoul(o->depth, &end, 10) : 0;
+	if (o->depth && (!depth || *end || depth > HP_DEPTH_MAX))
+		return hp_cli_usage_error("--depth must be a number from 1 to 128, not '%s'", o->depth);
+	if (o->min && hp_config_parse_duration(o->min) == UINT64_MAX)
+		return hp_cli_usage_error("--min must be a duration such as 500ns, 10us or 1ms, not '%s'", o->min);
+	return check_regexes("exclude", o->exclude) ?: check_regexes("include", o->include);
 }
 
 /* Where the traces of the tree go: the directory record lists, and what
@@ -404,6 +467,8 @@ static int cmd_record(int argc, char **argv)
 		{ "dir", required_argument, NULL, 'd' },
 		{ "buffer", required_argument, NULL, 'b' }, { "clock", required_argument, NULL, 'c' },
 		{ "keep-symbols", no_argument, NULL, 'k' },
+		{ "exclude", required_argument, NULL, 'x' }, { "include", required_argument, NULL, 'i' },
+		{ "depth", required_argument, NULL, 'D' },   { "min", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { 0 };
@@ -416,6 +481,10 @@ static int cmd_record(int argc, char **argv)
 		case 'b': o.buffer = optarg; break;
 		case 'c': o.clock = optarg; break;
 		case 'k': o.keep_symbols = 1; break;
+		case 'x': o.exclude = optarg; break;
+		case 'i': o.include = optarg; break;
+		case 'D': o.depth = optarg; break;
+		case 'M': o.min = optarg; break;
 		case 'h': fputs(record_help, stdout); return 0;
 		default: return hp_cli_usage_error("%s", "bad option for record");
 		}
@@ -759,6 +828,21 @@ static void print_buffer(const struct hp_trace_info *in)
 		printf("buffer:   %llu KiB per thread\n", (unsigned long long)(b >> 10));
 }
 
+/* FILTER (1.3): what the run was asked to leave out. */
+static void print_filters(const struct hp_analysis *a)
+{
+	const struct hp_trace_info *in = &a->info;
+	char text[8192];
+	hp_trace_filters_text(in, text, sizeof(text));
+	if (!*text)
+		return;
+	printf("filters:  %s\n", text);
+	if (in->filter_min_ns)
+		printf("          min left out %llu calls, %.0f ns in all\n",
+		       (unsigned long long)in->filter_min_calls,
+		       hp_ticks_to_ns(&a->tb, in->filter_min_ticks));
+}
+
 static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 {
 	const struct hp_trace_info *in = &a->info;
@@ -783,6 +867,7 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 	else
 		printf("events:   %llu\n", (unsigned long long)a->events);
 	printf("lost:     %llu outside threads\n", (unsigned long long)in->lost_global);
+	print_filters(a);
 	if (a->cut_at)
 		printf("complete: no (cut at byte %llu: an incomplete record, left out)\n",
 		       (unsigned long long)a->cut_at);

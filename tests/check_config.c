@@ -170,7 +170,82 @@ START_TEST(test_read_clock_monotonic)
 }
 END_TEST
 
+START_TEST(test_parse_duration_units)
+{
+	ck_assert_uint_eq(hp_config_parse_duration("500ns"), 500);
+	ck_assert_uint_eq(hp_config_parse_duration("10us"), 10000);
+	ck_assert_uint_eq(hp_config_parse_duration("1ms"), 1000000);
+	ck_assert_uint_eq(hp_config_parse_duration("2s"), 2000000000ull);
+	ck_assert_uint_eq(hp_config_parse_duration("750"), 750);
+	ck_assert_uint_eq(hp_config_parse_duration("0"), 0);
+}
+END_TEST
+
+START_TEST(test_read_filters_set)
+{
+	static const char *const env[] = { "HOOKPROF_EXCLUDE", "^leaf$,ns::Cls", "HOOKPROF_INCLUDE", "work",
+					   "HOOKPROF_DEPTH", "3", "HOOKPROF_MIN", "10us", NULL };
+	ck_assert_int_eq(read_env(env), 0);
+	ck_assert_str_eq(cfg.exclude, "^leaf$,ns::Cls");
+	ck_assert_str_eq(cfg.include, "work");
+	ck_assert_uint_eq(cfg.depth, 3);
+	ck_assert_uint_eq(cfg.min_ns, 10000);
+}
+END_TEST
+
+START_TEST(test_read_filters_unset)
+{
+	static const char *const env[] = { "HOOKPROF_EXCLUDE", "", NULL };
+	ck_assert_int_eq(read_env(env), 0);
+	ck_assert_ptr_null(cfg.exclude);
+	ck_assert_ptr_null(cfg.include);
+	ck_assert_uint_eq(cfg.depth, 0);
+	ck_assert_uint_eq(cfg.min_ns, 0);
+}
+END_TEST
+
+START_TEST(test_filter_names_known)
+{
+	char *env[] = { "HOOKPROF_EXCLUDE=a", "HOOKPROF_INCLUDE=b", "HOOKPROF_DEPTH=2", "HOOKPROF_MIN=1us", NULL };
+	ck_assert_int_eq(hp_config_check_names(env, err, sizeof(err)), 0);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- limits */
+
+START_TEST(test_parse_duration_rejects)
+{
+	ck_assert_uint_eq(hp_config_parse_duration(""), UINT64_MAX);
+	ck_assert_uint_eq(hp_config_parse_duration("ms"), UINT64_MAX);
+	ck_assert_uint_eq(hp_config_parse_duration("-1ms"), UINT64_MAX);
+	ck_assert_uint_eq(hp_config_parse_duration("1 ms"), UINT64_MAX);
+	ck_assert_uint_eq(hp_config_parse_duration("1min"), UINT64_MAX);
+	ck_assert_uint_eq(hp_config_parse_duration("99999999999999999999s"), UINT64_MAX);
+	ck_assert_uint_eq(hp_config_parse_duration("9999999999999s"), UINT64_MAX);
+}
+END_TEST
+
+START_TEST(test_read_bad_depth_ignored)
+{
+	static const char *const bad[] = { "0", "-2", "3x", "129", "deep" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *const env[] = { "HOOKPROF_DEPTH", bad[i], NULL };
+		ck_assert_int_eq(read_env(env), -1);
+		ck_assert_uint_eq(cfg.depth, 0);
+		ck_assert_ptr_nonnull(strstr(err, "HOOKPROF_DEPTH"));
+	}
+}
+END_TEST
+
+START_TEST(test_read_bad_min_ignored)
+{
+	static const char *const env[] = { "HOOKPROF_MIN", "10 us", NULL };
+	ck_assert_int_eq(read_env(env), -1);
+	ck_assert_uint_eq(cfg.min_ns, 0);
+	ck_assert_ptr_nonnull(strstr(err, "HOOKPROF_MIN='10 us'"));
+}
+END_TEST
+
 
 START_TEST(test_read_empty_values)
 {
@@ -363,6 +438,10 @@ static Suite *config_suite(void)
 	tcase_add_test(core, test_read_buffer_binary_units);
 	tcase_add_test(core, test_check_names_unknown);
 	tcase_add_test(core, test_check_names_known);
+	tcase_add_test(core, test_parse_duration_units);
+	tcase_add_test(core, test_read_filters_set);
+	tcase_add_test(core, test_read_filters_unset);
+	tcase_add_test(core, test_filter_names_known);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_test(limits, test_read_empty_values);
@@ -375,6 +454,9 @@ static Suite *config_suite(void)
 	tcase_add_test(limits, test_read_case_sensitive_mode);
 	tcase_add_test(limits, test_read_several_errors);
 	tcase_add_test(limits, test_read_small_err_buffer);
+	tcase_add_test(limits, test_parse_duration_rejects);
+	tcase_add_test(limits, test_read_bad_depth_ignored);
+	tcase_add_test(limits, test_read_bad_min_ignored);
 	suite_add_tcase(s, limits);
 	return s;
 }

@@ -829,6 +829,125 @@ START_TEST(test_random_round_trip)
 }
 END_TEST
 
+/* ---- HOOKPROF_MIN and filtered slots --------------------------------- */
+
+/* Encodes one chunk with HOOKPROF_MIN on: the enter held back from the
+ * chunk before may come out too (room for n + 1 events). */
+static size_t encode_min_chunk(const struct hp_raw *ev, size_t n)
+{
+	size_t bound = hp_encode_bound(n + 1);
+	free(buf);
+	buf = malloc(bound);
+	ck_assert_ptr_nonnull(buf);
+	ssize_t len = hp_encode(&dict, &enc, ev, n, buf);
+	ck_assert_int_ge(len, 0);
+	ck_assert_uint_le((size_t)len, bound);
+	return (size_t)len;
+}
+
+START_TEST(test_min_drops_short_leaf)
+{
+	/* b lasts 10 ticks with no callee: dropped; c lasts 470: kept; a has callees */
+	static const struct hp_raw ev[] = { EN(0xa0, 0), EN(0xb0, 10), EX(0xb0, 20), EN(0xc0, 30),
+					    EX(0xc0, 500), EX(0xa0, 600) };
+	hp_encode_set_min(100);
+	size_t len = encode_min_chunk(ev, NRAW(ev));
+	ck_assert_uint_eq(enc.written, 4);
+	ck_assert_uint_eq(enc.min_calls, 1);
+	ck_assert_uint_eq(enc.min_ticks, 10);
+	ck_assert_int_eq(decode(buf, len), 4);
+	assert_ev(0, HP_EV_ENTER, 0xa0, 0);
+	assert_ev(1, HP_EV_ENTER, 0xc0, 30);
+	assert_ev(2, HP_EV_EXIT, 0xc0, 500);
+	assert_ev(3, HP_EV_EXIT, 0xa0, 600);
+	ck_assert_uint_eq(enc.depth, 0);
+	ck_assert(!enc.has_pending);
+}
+END_TEST
+
+START_TEST(test_min_pending_across_chunks)
+{
+	/* b's enter ends chunk 1, its exit begins chunk 2: still one short call */
+	static const struct hp_raw r1[] = { EN(0xa0, 0), EN(0xb0, 10) };
+	static const struct hp_raw r2[] = { EX(0xb0, 20), EX(0xa0, 600) };
+	uint8_t stream[256];
+	hp_encode_set_min(100);
+	size_t n = encode_min_chunk(r1, NRAW(r1));
+	ck_assert_uint_eq(enc.written, 1);
+	ck_assert(enc.has_pending);
+	memcpy(stream, buf, n);
+	size_t len2 = encode_min_chunk(r2, NRAW(r2));
+	ck_assert_uint_eq(enc.written, 1);
+	memcpy(stream + n, buf, len2);
+	ck_assert_int_eq(decode(stream, n + len2), 2);
+	assert_ev(0, HP_EV_ENTER, 0xa0, 0);
+	assert_ev(1, HP_EV_EXIT, 0xa0, 600);
+	ck_assert_uint_eq(enc.min_calls, 1);
+}
+END_TEST
+
+START_TEST(test_min_flush_at_end)
+{
+	/* the stream ends on an enter: hp_encode_flush writes it */
+	static const struct hp_raw ev[] = { EN(0xa0, 7) };
+	hp_encode_set_min(100);
+	uint8_t stream[64];
+	size_t n = encode_min_chunk(ev, NRAW(ev));
+	ck_assert_uint_eq(enc.written, 0);
+	memcpy(stream, buf, n);
+	ssize_t len = hp_encode_flush(&dict, &enc, stream + n);
+	ck_assert_int_gt(len, 0);
+	ck_assert_uint_le((size_t)len, HP_EVENT_MAX_BYTES);
+	ck_assert_uint_eq(enc.written, 1);
+	ck_assert_int_eq(decode(stream, n + (size_t)len), 1);
+	assert_ev(0, HP_EV_ENTER, 0xa0, 7);
+	ck_assert_int_eq(hp_encode_flush(&dict, &enc, stream), 0);
+	ck_assert_uint_eq(enc.written, 0);
+}
+END_TEST
+
+START_TEST(test_nothing_slot_skipped)
+{
+	/* a filtered event's slot that could not be given back: no event, no tick */
+	static const struct hp_raw ev[] = { EN(0xa0, 5), { HP_RAW_NOTHING, 900 }, EX(0xa0, 8) };
+	static const uint8_t want[] = { 0x43, 0xa0, 0x01, 0x00, 0x05, 0x83 };
+	size_t len = encode(ev, NRAW(ev));
+	assert_bytes(buf, len, want, sizeof(want));
+	ck_assert_uint_eq(enc.written, 2);
+	ck_assert_int_eq(decode(buf, len), 2);
+	assert_ev(1, HP_EV_EXIT, 0xa0, 8);
+}
+END_TEST
+
+START_TEST(test_min_keeps_long_and_control)
+{
+	/* a call at the minimum is kept; an enter followed by a control event
+	 * or by another function's exit is written, not dropped */
+	static const struct hp_raw ev[] = { EN(0xa0, 0), EX(0xa0, 100), EN(0xb0, 200),
+					    CTL(HP_RAW_PAUSE, 0, 205), EX(0xb0, 210), EN(0xc0, 300),
+					    EX(0xd0, 301) };
+	hp_encode_set_min(100);
+	size_t len = encode_min_chunk(ev, NRAW(ev));
+	ck_assert_uint_eq(enc.written, 7);
+	ck_assert_uint_eq(enc.min_calls, 0);
+	ck_assert_int_eq(decode(buf, len), 7);
+	assert_ev(1, HP_EV_EXIT, 0xa0, 100);
+	assert_ev(2, HP_EV_ENTER, 0xb0, 200);
+	assert_ev(5, HP_EV_ENTER, 0xc0, 300);
+}
+END_TEST
+
+START_TEST(test_min_nothing_between)
+{
+	/* a NOTHING slot between a short call's enter and exit changes nothing */
+	static const struct hp_raw ev[] = { EN(0xb0, 10), { HP_RAW_NOTHING, 12 }, EX(0xb0, 20) };
+	hp_encode_set_min(100);
+	encode_min_chunk(ev, NRAW(ev));
+	ck_assert_uint_eq(enc.written, 0);
+	ck_assert_uint_eq(enc.min_calls, 1);
+}
+END_TEST
+
 static Suite *encode_suite(void)
 {
 	Suite *s = suite_create("encode");
@@ -855,6 +974,10 @@ static Suite *encode_suite(void)
 	tcase_add_test(core, test_control_bytes);
 	tcase_add_test(core, test_control_round_trip);
 	tcase_add_test(core, test_control_extreme_values);
+	tcase_add_test(core, test_min_drops_short_leaf);
+	tcase_add_test(core, test_min_pending_across_chunks);
+	tcase_add_test(core, test_min_flush_at_end);
+	tcase_add_test(core, test_nothing_slot_skipped);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);
@@ -867,6 +990,8 @@ static Suite *encode_suite(void)
 	tcase_add_test(limits, test_bound_single_events);
 	tcase_add_test(limits, test_deep_stack);
 	tcase_add_test(limits, test_null_address);
+	tcase_add_test(limits, test_min_keeps_long_and_control);
+	tcase_add_test(limits, test_min_nothing_between);
 	suite_add_tcase(s, limits);
 	return s;
 }

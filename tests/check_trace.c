@@ -350,6 +350,73 @@ START_TEST(test_parent_record_short)
 }
 END_TEST
 
+static void filter_rec(struct tk_bytes *b, uint64_t min_ns, uint64_t calls, uint64_t ticks,
+		       uint32_t depth, const char *exclude, const char *include)
+{
+	size_t r = tk_rec_begin(b, HP_REC_FILTER);
+	tk_put64(b, min_ns);
+	tk_put64(b, calls);
+	tk_put64(b, ticks);
+	tk_put32(b, depth);
+	tk_put32(b, 0);
+	tk_putstr(b, exclude);
+	tk_putstr(b, include);
+	tk_rec_end(b, r);
+}
+
+START_TEST(test_filter_record_last_kept)
+{
+	char text[256];
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_TSC);
+	filter_rec(&file, 1000, 0, 0, 3, "^leaf$", "");
+	filter_rec(&file, 1000, 42, 8400, 3, "^leaf$", "");
+	tk_end_rec(&file, 0, 0, 0);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_int_eq(info.has_filter, 1);
+	ck_assert_uint_eq(info.filter_min_ns, 1000);
+	ck_assert_uint_eq(info.filter_min_calls, 42);
+	ck_assert_uint_eq(info.filter_min_ticks, 8400);
+	ck_assert_uint_eq(info.filter_depth, 3);
+	ck_assert_str_eq(info.filter_exclude, "^leaf$");
+	ck_assert_str_eq(info.filter_include, "");
+	hp_trace_filters_text(&info, text, sizeof(text));
+	ck_assert_str_eq(text, "exclude '^leaf$', depth 3, min 1000 ns");
+}
+END_TEST
+
+START_TEST(test_filter_record_absent_in_1_2)
+{
+	char text[64] = "untouched";
+	minimal(&file);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), 0);
+	ck_assert_int_eq(info.has_filter, 0);
+	hp_trace_filters_text(&info, text, sizeof(text));
+	ck_assert_str_eq(text, "");
+}
+END_TEST
+
+START_TEST(test_filter_record_short)
+{
+	tk_header(&file);
+	process_rec(&file, HP_CLOCK_TSC);
+	size_t r = tk_rec_begin(&file, HP_REC_FILTER);
+	tk_put64(&file, 1000);
+	tk_put64(&file, 1);
+	tk_put64(&file, 1);
+	tk_put32(&file, 0);
+	tk_put32(&file, 0);
+	tk_put32(&file, 100); /* an exclude string longer than the record */
+	tk_rec_end(&file, r);
+	save(&file);
+	ck_assert_int_eq(read_trace(NULL, NULL), -1);
+	ck_assert_str_eq(err, "corrupt record of type 13");
+	ck_assert_int_eq(info.has_filter, 0);
+}
+END_TEST
+
 START_TEST(test_record_past_eof)
 {
 	char want[PATH_MAX + 2048];
@@ -1265,6 +1332,8 @@ static Suite *trace_suite(void)
 	tcase_add_test(core, test_parent_record);
 	tcase_add_test(core, test_calibration_records);
 	tcase_add_test(core, test_calibration_absent_or_corrupt);
+	tcase_add_test(core, test_filter_record_last_kept);
+	tcase_add_test(core, test_filter_record_absent_in_1_2);
 	tcase_add_test(core, test_parent_record_absent_in_1_0);
 	tcase_add_test(core, test_unknown_record_skipped);
 	tcase_add_test(core, test_module_lives);
@@ -1304,6 +1373,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(limits, test_stream_id_bounds);
 	tcase_add_test(limits, test_timebase_unusable);
 	tcase_add_test(limits, test_every_truncation);
+	tcase_add_test(limits, test_filter_record_short);
 	suite_add_tcase(s, limits);
 	return s;
 }

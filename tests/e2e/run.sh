@@ -28,6 +28,7 @@ SRC=$ROOT/tests/e2e/progs
 
 # Nothing of the caller's environment may steer the traced programs.
 unset HOOKPROF_OUTPUT HOOKPROF_MODE HOOKPROF_BUFFER HOOKPROF_CLOCK HOOKPROF_LIB LD_PRELOAD
+unset HOOKPROF_EXCLUDE HOOKPROF_INCLUDE HOOKPROF_DEPTH HOOKPROF_MIN
 export LC_ALL=C
 ulimit -c 0 2>/dev/null # the crash tests must not leave core files
 
