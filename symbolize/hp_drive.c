@@ -832,6 +832,17 @@ static void tell(const struct hp_drive *d)
 		d->o->warn("no call passes the filters (--thread, --depth, --function, --exclude, --min, --time): nothing to show");
 }
 
+/* Each view frees only its own per-thread data; the driver walks the threads. */
+static void free_thread_data(struct hp_drive *d)
+{
+	for (uint32_t i = 0; i < d->nthreads; i++) {
+		struct hp_vthread *t = d->threads[i];
+		if (t->data && d->v->ops->thread_free)
+			d->v->ops->thread_free(t->data);
+		t->data = NULL;
+	}
+}
+
 int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_view *v,
 	     char *err, size_t errlen)
 {
@@ -869,6 +880,7 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 		tell(&d);
 	if (!rc && v->ops->end)
 		rc = v->ops->end(v, err, errlen);
+	free_thread_data(&d);
 	if (v->ops->close)
 		v->ops->close(v);
 	if (have_last)

@@ -31,7 +31,8 @@ struct hp_vthread {
 	uint32_t pid, tid;
 	char name[64];     /* "" unless the trace named it (final at end) */
 	const char *process; /* the program's name */
-	void *data;        /* the view's own, per thread; NULL at first */
+	void *data;        /* the view's own, per thread; NULL at first (freed
+			    * by its ops' thread_free) */
 };
 
 /* A call as views see it. Times in ns from the start of its trace (its
@@ -104,6 +105,10 @@ struct hp_view_ops {
 	int (*exit)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
 	/* Every trace read: write what is left. */
 	int (*end)(struct hp_view *v, char *err, size_t errlen);
+	/* Frees what the view keeps in a thread's data (called with it, never
+	 * NULL), for every thread, after end and before close; the driver then
+	 * sets data to NULL. NULL: the view keeps nothing there. */
+	void (*thread_free)(void *data);
 	void (*close)(struct hp_view *v);
 };
 

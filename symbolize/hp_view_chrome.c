@@ -367,12 +367,6 @@ static int end_chrome(struct hp_view *v, char *err, size_t errlen)
 static void close_chrome(struct hp_view *v)
 {
 	struct chrome *c = v->state;
-	if (v->d)
-		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
-			struct hp_vthread *t = hp_drive_thread(v->d, i);
-			free(t->data);
-			t->data = NULL;
-		}
 	if (!c)
 		return;
 	for (uint32_t i = 0; i < c->ntraces; i++)
@@ -393,5 +387,6 @@ const struct hp_view_ops hp_view_chrome = {
 	.trace = trace_chrome,
 	.exit = exit_chrome,
 	.end = end_chrome,
+	.thread_free = free,
 	.close = close_chrome,
 };

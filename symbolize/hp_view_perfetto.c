@@ -292,18 +292,16 @@ static int end_perfetto(struct hp_view *v, char *err, size_t errlen)
 	return rc;
 }
 
+static void free_pthread_state(void *data)
+{
+	struct pthread_state *s = data;
+	free(s->interned);
+	free(s);
+}
+
 static void close_perfetto(struct hp_view *v)
 {
 	struct perfetto *p = v->state;
-	if (v->d)
-		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
-			struct hp_vthread *t = hp_drive_thread(v->d, i);
-			struct pthread_state *s = t->data;
-			if (s)
-				free(s->interned);
-			free(s);
-			t->data = NULL;
-		}
 	if (p) {
 		free(p->buf);
 		free(p->procs);
@@ -320,5 +318,6 @@ const struct hp_view_ops hp_view_perfetto = {
 	.enter = enter_perfetto,
 	.exit = exit_perfetto,
 	.end = end_perfetto,
+	.thread_free = free_pthread_state,
 	.close = close_perfetto,
 };
