@@ -29,7 +29,8 @@ struct hp_filter {
 	const char *thread;   /* a tid in decimal, or a thread name; NULL: all */
 	uint32_t depth;       /* 0: no limit */
 	int has_function, has_exclude;
-	regex_t function, exclude; /* extended, matched against the printed name */
+	regex_t function, exclude; /* extended, matched against the name (never
+				    * the label "name (file.c)" of hp_fntab_name) */
 	double min_ns;        /* 0: none */
 	int has_time;
 	double from_ns, to_ns;

@@ -11,6 +11,10 @@
  * (hp_merge.h): enters and exits by their tick, except that the exit of a
  * call without callees comes right after its enter (see hp_vframe.leaf).
  * Each trace is then read twice: a first pass numbers its functions.
+ *
+ * Names (hp_fntab_name) are final, with the labels that tell two functions
+ * of one name apart, in end; before, only for a view with
+ * HP_VIEW_NAMES_FIRST.
  */
 #ifndef HP_VIEW_H
 #define HP_VIEW_H
@@ -81,6 +85,10 @@ enum hp_view_flags {
 	HP_VIEW_EXPORT = 4,     /* a format of `hookprof export`, not a command */
 	HP_VIEW_OWN_COMMAND = 8, /* run by a command of its own (report), which
 				  * main.c dispatches and lists */
+	HP_VIEW_NAMES_FIRST = 16, /* writes names as the calls come: every
+				   * function of every trace is named, and labelled
+				   * apart from others of its name ("helper (a.c)"),
+				   * before the first call (one more pass per trace) */
 };
 
 struct hp_view_ops {

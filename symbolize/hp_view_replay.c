@@ -217,7 +217,7 @@ const struct hp_view_ops hp_view_replay = {
 		"  a closing line); DURATION, on a call's one line or its closing line; TID.\n"
 		"  A call with no shown callee is one line \"name();\". Several traces: one after\n"
 		"  the other.\n",
-	.flags = HP_VIEW_TIME_ORDER,
+	.flags = HP_VIEW_TIME_ORDER | HP_VIEW_NAMES_FIRST,
 	.open = open_replay,
 	.trace = trace_replay,
 	.enter = enter_replay,
