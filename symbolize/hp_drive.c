@@ -403,6 +403,26 @@ static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, ui
 	return d->v->ops->exit ? d->v->ops->exit(d->v, s->vt, &vf) : 0;
 }
 
+/* A mark or value, unless the thread or --time filter hides it. Its depth
+ * counts the shown frames open around it, with --min also those not yet
+ * known to be long enough. */
+static int send_note(struct hp_drive *d, struct tstate *s, const struct hp_ev *e)
+{
+	const struct hp_filter *f = &d->o->filter;
+	double at = ns_at(d, e->tick);
+	if (!d->v->ops->note || !s->wanted || (f->has_time && (at < f->from_ns || at >= f->to_ns)))
+		return 0;
+	const struct dframe *top = s->depth ? &s->f[s->depth - 1] : NULL;
+	uint32_t shown = !top ? NO_FRAME : top->shown ? (uint32_t)(s->depth - 1) : top->up;
+	const char *text = hp_trace_string(&d->a->info, e->func);
+	struct hp_vnote n = {
+		.kind = e->kind == HP_EV_MARK ? HP_NOTE_MARK : HP_NOTE_VALUE,
+		.at = at, .text = text ? text : "?", .value = e->value,
+		.depth = shown == NO_FRAME ? 0 : s->f[shown].sdepth + 1,
+	};
+	return d->v->ops->note(d->v, s->vt, &n);
+}
+
 /* ---- the stacks ------------------------------------------------------------ */
 
 static int shown_at_enter(struct hp_drive *d, const struct tstate *s, const struct dframe *fr,
@@ -489,12 +509,14 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 			rc = s->depth ? pop(d, s, e->tick, 0) : 0;
 		else if (e->kind == HP_EV_RESET)
 			rc = close_all(d, s, s->last_tick, 1);
+		else if (e->kind == HP_EV_MARK || e->kind == HP_EV_VALUE)
+			rc = send_note(d, s, e);
 		else
-			continue; /* marks, values, region repairs: no frame */
+			continue; /* region repairs: no frame */
 		if (rc)
 			return -1;
-		if (e->kind != HP_EV_RESET)
-			s->last_tick = e->tick;
+		if (e->kind == HP_EV_ENTER || e->kind == HP_EV_EXIT)
+			s->last_tick = e->tick; /* as the flat profile's: frames end at calls' ticks */
 	}
 	return 0;
 }

@@ -56,6 +56,21 @@ struct hp_vframe {
 			    * call to count. */
 };
 
+/* A mark (hookprof_mark) or a value (hookprof_value) of a thread, for views
+ * with a note op. It comes in order with the thread's calls; in a
+ * time-ordered view, in time order with every thread's. */
+enum hp_vnote_kind { HP_NOTE_MARK, HP_NOTE_VALUE };
+
+struct hp_vnote {
+	enum hp_vnote_kind kind;
+	double at;         /* ns, as hp_vframe.start (paused time cut out alike) */
+	const char *text;  /* the mark's text, or the value's name; "?" if the
+			    * trace lacks the string */
+	int64_t value;     /* HP_NOTE_VALUE */
+	uint32_t depth;    /* shown frames open around it in its thread: the
+			    * depth a call made there would have */
+};
+
 /* What a command passes its view. */
 struct hp_view_opts {
 	const char *format;   /* --format=, one of the view's formats; never NULL */
@@ -111,6 +126,9 @@ struct hp_view_ops {
 	int (*trace_done)(struct hp_view *v, const struct hp_analysis *a, char *err, size_t errlen);
 	int (*enter)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
 	int (*exit)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
+	/* A mark or a value of a shown thread within --time (every other filter
+	 * leaves notes be). May be NULL: the view shows none. */
+	int (*note)(struct hp_view *v, struct hp_vthread *t, const struct hp_vnote *n);
 	/* Every trace read: write what is left. */
 	int (*end)(struct hp_view *v, char *err, size_t errlen);
 	/* Frees what the view keeps in a thread's data (called with it, never
