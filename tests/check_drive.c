@@ -281,14 +281,6 @@ START_TEST(test_two_traces_share_functions)
 }
 END_TEST
 
-static void string_rec(struct tk_bytes *b, uint32_t id, const char *text)
-{
-	size_t at = tk_rec_begin(b, HP_REC_STRING);
-	tk_put32(b, id);
-	tk_putstr(b, text);
-	tk_rec_end(b, at);
-}
-
 /* Thread 100: A @100 { mark "m0" @105, paused @106-206, B @210 { value
  * v = -7 @215 } @220 } @230, mark "m0" @240. Less the 100 ns paused: A
  * @100-130, B @110-120, the value @115, the last mark @140. */
@@ -298,8 +290,8 @@ static void notes(struct tk_bytes *b)
 	process_rec(b);
 	tk_clock_rec(b, 0, 0);
 	tk_thread_rec(b, 0, 100, "main");
-	string_rec(b, 0, "m0");
-	string_rec(b, 1, "v");
+	tk_string_rec(b, 0, "m0");
+	tk_string_rec(b, 1, "v");
 	EVENTS(b, 0, 10, 0x43, 0x10, 0x43, 0x20, 0x00, 0x64, 0x4b, 0x00, 0x0a, 0x45, 0x02,
 	       0x46, 0xc8, 0x01, 0x01, 0x04, 0x4c, 0x01, 0x0a, 0xf9, 0xff, 0xff, 0xff, 0x0f,
 	       0x4d, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x85, 0x8a, 0x4b, 0x00, 0x14);
@@ -340,8 +332,8 @@ static void notes_of_two_threads(struct tk_bytes *b)
 	tk_clock_rec(b, 0, 0);
 	tk_thread_rec(b, 0, 100, "main");
 	tk_thread_rec(b, 1, 101, "worker");
-	string_rec(b, 0, "m0");
-	string_rec(b, 1, "v");
+	tk_string_rec(b, 0, "m0");
+	tk_string_rec(b, 1, "v");
 	EVENTS(b, 0, 3, 0x43, 0x10, 0x00, 0x0a, 0x4b, 0x00, 0x28, 0x94);
 	EVENTS(b, 1, 3, 0x4b, 0x00, 0x28, 0x4c, 0x01, 0x50, 0x2a, 0x4d, 0x01, 0x00, 0x00);
 	tk_end_rec(b, 6, 0, 2);

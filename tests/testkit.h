@@ -80,6 +80,8 @@ void tk_process_rec(struct tk_bytes *b, uint32_t pid, uint32_t clock, uint64_t r
 		    uint32_t flags, const char *exe, uint32_t argc, const char *const *argv);
 void tk_clock_rec(struct tk_bytes *b, uint64_t tick, uint64_t ns);
 void tk_thread_rec(struct tk_bytes *b, uint32_t stream, uint32_t tid, const char *name);
+/* A STRING record (format 1.2): a string of the control API, by its id. */
+void tk_string_rec(struct tk_bytes *b, uint32_t id, const char *text);
 void tk_events_rec(struct tk_bytes *b, uint32_t stream, uint32_t count, const uint8_t *data,
 		   size_t len);
 void tk_lost_rec(struct tk_bytes *b, uint32_t stream, uint32_t reason, uint64_t count);
