@@ -12,6 +12,9 @@
  * call without callees comes right after its enter (see hp_vframe.leaf).
  * Each trace is then read twice: a first pass numbers its functions.
  *
+ * Marks and values of the traced program (hookprof_mark, hookprof_value)
+ * come to a view with a note op, in order with its thread's calls.
+ *
  * Names (hp_fntab_name) are final, with the labels that tell two functions
  * of one name apart, in end; before, only for a view with
  * HP_VIEW_NAMES_FIRST.

@@ -13,6 +13,9 @@
  * driver hands a leaf's exit right after its enter, so a leaf is always
  * one line. Nothing but that line is held: output streams.
  *
+ * Marks and values are comment lines at their time, indented as a call made
+ * there would be: "/" "* mark: TEXT *" "/", "/" "* NAME = 42 *" "/".
+ *
  * Indentation stops at INDENT_MAX levels (a recursion 100000 deep would
  * otherwise write gigabytes of spaces); deeper lines begin "(depth N) ".
  */
@@ -272,8 +275,9 @@ const struct hp_view_ops hp_view_replay = {
 	.summary = "every call in time order, threads merged, indented by depth, with its duration",
 	.help = "  columns: TIME_S, seconds from the trace's start (of the enter; of the exit on\n"
 		"  a closing line); DURATION, on a call's one line or its closing line; TID.\n"
-		"  A call with no shown callee is one line \"name();\". Several traces: one after\n"
-		"  the other.\n",
+		"  A call with no shown callee is one line \"name();\". A mark is a line\n"
+		"  \"/* mark: TEXT */\", a value \"/* NAME = V */\", at their time and depth.\n"
+		"  Several traces: one after the other.\n",
 	.flags = HP_VIEW_TIME_ORDER | HP_VIEW_NAMES_FIRST,
 	.open = open_replay,
 	.trace = trace_replay,
