@@ -140,14 +140,28 @@ static void process_rec(struct tk_bytes *b)
 	tk_process_rec(b, 4321, HP_CLOCK_MONOTONIC, 1700000000000000000ull, 0, "/bin/prog", 1, argv);
 }
 
-/* Thread 100: A @100 { A @110 { B @130 { A @160-170 } @200 } @230 } @300;
- * in ns, the monotonic clock's ticks. A is 0x10, B 0x20. */
-static void recursion(struct tk_bytes *b)
+/* A trace's first records: the process, its clock, thread 100 "main" (and
+ * 101 "worker" with two threads), and with notes the strings "m0" (id 0)
+ * and "v" (id 1). */
+static void trace_head(struct tk_bytes *b, int threads, int notes)
 {
 	tk_header(b);
 	process_rec(b);
 	tk_clock_rec(b, 0, 0);
 	tk_thread_rec(b, 0, 100, "main");
+	if (threads > 1)
+		tk_thread_rec(b, 1, 101, "worker");
+	if (notes) {
+		tk_string_rec(b, 0, "m0");
+		tk_string_rec(b, 1, "v");
+	}
+}
+
+/* Thread 100: A @100 { A @110 { B @130 { A @160-170 } @200 } @230 } @300;
+ * in ns, the monotonic clock's ticks. A is 0x10, B 0x20. */
+static void recursion(struct tk_bytes *b)
+{
+	trace_head(b, 1, 0);
 	EVENTS(b, 0, 4, 0x43, 0x10, 0x43, 0x20, 0x00, 0x64, 0x00, 0x0a, 0x01, 0x14, 0x00, 0x1e);
 	EVENTS(b, 0, 4, 0x8a, 0x9e, 0x9e, 0x40, 0x8c, 0x01);
 	tk_end_rec(b, 8, 0, 1);
@@ -222,11 +236,7 @@ END_TEST
  * across the other's records (as check_analyze.c's interleaved()). */
 static void two_threads(struct tk_bytes *b)
 {
-	tk_header(b);
-	process_rec(b);
-	tk_clock_rec(b, 0, 0);
-	tk_thread_rec(b, 0, 100, "main");
-	tk_thread_rec(b, 1, 101, "worker");
+	trace_head(b, 2, 0);
 	EVENTS(b, 0, 1, 0x43, 0x10, 0x00, 0x0a);                    /* A @10 */
 	EVENTS(b, 1, 2, 0x43, 0x20, 0x01, 0xe8, 0x07, 0x00, 0x05);  /* B @1000, A @1005 */
 	EVENTS(b, 0, 3, 0x01, 0x0a, 0x85, 0x8f);                    /* B @20-25, A ends @40 */
@@ -286,12 +296,7 @@ END_TEST
  * @100-130, B @110-120, the value @115, the last mark @140. */
 static void notes(struct tk_bytes *b)
 {
-	tk_header(b);
-	process_rec(b);
-	tk_clock_rec(b, 0, 0);
-	tk_thread_rec(b, 0, 100, "main");
-	tk_string_rec(b, 0, "m0");
-	tk_string_rec(b, 1, "v");
+	trace_head(b, 1, 1);
 	EVENTS(b, 0, 10, 0x43, 0x10, 0x43, 0x20, 0x00, 0x64, 0x4b, 0x00, 0x0a, 0x45, 0x02,
 	       0x46, 0xc8, 0x01, 0x01, 0x04, 0x4c, 0x01, 0x0a, 0xf9, 0xff, 0xff, 0xff, 0x0f,
 	       0x4d, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x85, 0x8a, 0x4b, 0x00, 0x14);
@@ -327,13 +332,7 @@ END_TEST
  * @20, value v = 42 @60. */
 static void notes_of_two_threads(struct tk_bytes *b)
 {
-	tk_header(b);
-	process_rec(b);
-	tk_clock_rec(b, 0, 0);
-	tk_thread_rec(b, 0, 100, "main");
-	tk_thread_rec(b, 1, 101, "worker");
-	tk_string_rec(b, 0, "m0");
-	tk_string_rec(b, 1, "v");
+	trace_head(b, 2, 1);
 	EVENTS(b, 0, 3, 0x43, 0x10, 0x00, 0x0a, 0x4b, 0x00, 0x28, 0x94);
 	EVENTS(b, 1, 3, 0x4b, 0x00, 0x28, 0x4c, 0x01, 0x50, 0x2a, 0x4d, 0x01, 0x00, 0x00);
 	tk_end_rec(b, 6, 0, 2);
