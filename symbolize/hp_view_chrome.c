@@ -408,7 +408,7 @@ static void close_chrome(struct hp_view *v)
 
 const struct hp_view_ops hp_view_chrome = {
 	.name = "chrome",
-	.summary = "Chrome Trace Event JSON (X events), for the Perfetto UI and chrome://tracing",
+	.summary = "Chrome Trace Event JSON (X events; marks, values: i, C), for the Perfetto UI and chrome://tracing",
 	.flags = HP_VIEW_EXPORT | HP_VIEW_NAMES_FIRST,
 	.open = open_chrome,
 	.trace = trace_chrome,

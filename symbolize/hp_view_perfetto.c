@@ -398,7 +398,7 @@ static void close_perfetto(struct hp_view *v)
 
 const struct hp_view_ops hp_view_perfetto = {
 	.name = "perfetto",
-	.summary = "Perfetto protobuf trace (TrackEvent slices per thread), for ui.perfetto.dev and trace_processor",
+	.summary = "Perfetto protobuf trace (slices per thread, marks, value counters), for ui.perfetto.dev and trace_processor",
 	.flags = HP_VIEW_EXPORT | HP_VIEW_BINARY | HP_VIEW_NAMES_FIRST,
 	.open = open_perfetto,
 	.enter = enter_perfetto,
