@@ -144,8 +144,9 @@ struct hp_cpath *hp_cpath_of(struct hp_vthread *t)
 	return t->data;
 }
 
-void hp_cpath_free(struct hp_cpath *p)
+void hp_cpath_free(void *data)
 {
+	struct hp_cpath *p = data;
 	if (p)
 		free(p->node);
 	free(p);

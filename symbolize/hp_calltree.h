@@ -50,7 +50,8 @@ int hp_calltree_enter(struct hp_calltree *t, struct hp_cpath *p, const struct hp
 uint32_t hp_calltree_exit(struct hp_calltree *t, struct hp_cpath *p, const struct hp_vframe *f);
 /* The path of the thread, made at its first use (t->data). NULL out of memory. */
 struct hp_cpath *hp_cpath_of(struct hp_vthread *t);
-void hp_cpath_free(struct hp_cpath *p);
+/* Frees a thread's path (its data): the views' hp_view_ops.thread_free. */
+void hp_cpath_free(void *data);
 /* Orders the callees of every node by cmp (qsort's sense; arg is passed
  * on), for views that show the heaviest first. Calls made after it still
  * append. 0, or -1 out of memory (the order is then left as it was). */

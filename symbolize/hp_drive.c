@@ -243,7 +243,9 @@ static uint8_t fn_flags(struct hp_drive *d, uint32_t fn)
 	if (fl & FN_KNOWN)
 		return fl;
 	const struct hp_filter *flt = &d->o->filter;
-	const char *name = hp_fntab_name(&d->fns, fn);
+	/* The name, never the label: labels are known at first sight in some
+	 * views only (HP_VIEW_NAMES_FIRST), and every view must show the same calls. */
+	const char *name = hp_fntab_get(&d->fns, fn)->name;
 	fl = FN_KNOWN;
 	if (flt->has_exclude && !regexec(&flt->exclude, name, 0, NULL, 0))
 		fl |= FN_EXCLUDED;
@@ -328,6 +330,16 @@ static int add_key(struct seen *t, const struct hp_symbol *s)
 	return 0;
 }
 
+/* The trace's function id `func`: a region's "[name]" (made in region), or
+ * what its module's symbols say. */
+static void symbol_of(const struct hp_analysis *a, struct hp_symbols *sym, uint32_t func,
+		      struct hp_symbol *s, char *region, size_t len)
+{
+	uint32_t module = a->func_module ? a->func_module[func] : HP_SYMBOLS_ANY_MODULE;
+	if (!hp_region_symbol(a, func, s, region, len))
+		hp_symbols_lookup_in(sym, module, a->funcs.addr[func], s);
+}
+
 /* The fns id of the trace's function id `func`, named at first sight. */
 static uint32_t global_fn(struct hp_drive *d, uint32_t func)
 {
@@ -343,12 +355,9 @@ static uint32_t global_fn(struct hp_drive *d, uint32_t func)
 		d->ngfn = n;
 	}
 	if (d->gfn[func] == HP_NO_FN) {
-		const struct hp_analysis *a = d->a;
 		struct hp_symbol s;
 		char region[HP_STRING_BYTES + 3];
-		uint32_t module = a->func_module ? a->func_module[func] : HP_SYMBOLS_ANY_MODULE;
-		if (!hp_region_symbol(a, func, &s, region, sizeof(region)))
-			hp_symbols_lookup_in(d->sym, module, a->funcs.addr[func], &s);
+		symbol_of(d->a, d->sym, func, &s, region, sizeof(region));
 		d->gfn[func] = hp_fntab_intern(&d->fns, &s);
 		if (s.file && d->gfn[func] != HP_NO_FN && add_key(&d->seen[d->trace], &s))
 			return HP_NO_FN;
@@ -435,6 +444,26 @@ static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, ui
 		s->f[fr->up].had_child = 1;
 	}
 	return d->v->ops->exit ? d->v->ops->exit(d->v, s->vt, &vf) : 0;
+}
+
+/* A mark or value, unless the thread or --time filter hides it. Its depth
+ * counts the shown frames open around it, with --min also those not yet
+ * known to be long enough. */
+static int send_note(struct hp_drive *d, struct tstate *s, const struct hp_ev *e)
+{
+	const struct hp_filter *f = &d->o->filter;
+	double at = ns_at(d, e->tick);
+	if (!d->v->ops->note || !s->wanted || (f->has_time && (at < f->from_ns || at >= f->to_ns)))
+		return 0;
+	const struct dframe *top = s->depth ? &s->f[s->depth - 1] : NULL;
+	uint32_t shown = !top ? NO_FRAME : top->shown ? (uint32_t)(s->depth - 1) : top->up;
+	const char *text = hp_trace_string(&d->a->info, e->func);
+	struct hp_vnote n = {
+		.kind = e->kind == HP_EV_MARK ? HP_NOTE_MARK : HP_NOTE_VALUE,
+		.at = at, .text = text ? text : "?", .value = e->value,
+		.depth = shown == NO_FRAME ? 0 : s->f[shown].sdepth + 1,
+	};
+	return d->v->ops->note(d->v, s->vt, &n);
 }
 
 /* ---- the stacks ------------------------------------------------------------ */
@@ -545,12 +574,14 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 			rc = s->depth ? pop(d, s, e->tick, 0) : 0;
 		else if (e->kind == HP_EV_RESET)
 			rc = close_all(d, s, s->last_tick, 1);
+		else if (e->kind == HP_EV_MARK || e->kind == HP_EV_VALUE)
+			rc = send_note(d, s, e);
 		else
-			continue; /* marks, values, region repairs: no frame */
+			continue; /* region repairs: no frame */
 		if (rc)
 			return -1;
-		if (e->kind != HP_EV_RESET)
-			s->last_tick = e->tick;
+		if (e->kind == HP_EV_ENTER || e->kind == HP_EV_EXIT)
+			s->last_tick = e->tick; /* as the flat profile's: frames end at calls' ticks */
 	}
 	return 0;
 }
@@ -900,6 +931,52 @@ static void tell(const struct hp_drive *d)
 		d->o->warn("no call passes the filters (--thread, --depth, --function, --exclude, --min, --time): nothing to show");
 }
 
+/* For a view that writes names as the calls come (HP_VIEW_NAMES_FIRST):
+ * every function of every trace named, and labelled apart from the others
+ * of its name, before the first call. The dictionary is all it takes of
+ * each trace, but that is a pass of its own. */
+static int name_all_first(struct hp_drive *d, char **paths, int npaths)
+{
+	for (int i = 0; i < npaths; i++) {
+		struct hp_analysis a;
+		if (hp_analyze_progress(paths[i], d->o->analyze_flags | HP_ANALYZE_NO_PROFILE, NULL, NULL,
+					d->o->progress, d->o->progress_arg, &a, d->err, d->errlen))
+			return -1;
+		struct hp_symbols *sym = hp_symbols_for_trace(a.path, a.info.modules, a.info.nmodules,
+							      d->err, d->errlen);
+		int rc = sym ? 0 : -1;
+		for (uint32_t f = 0; !rc && f < a.funcs.n; f++) {
+			struct hp_symbol s;
+			char region[HP_STRING_BYTES + 3];
+			symbol_of(&a, sym, f, &s, region, sizeof(region));
+			if (hp_fntab_intern(&d->fns, &s) == HP_NO_FN)
+				rc = -1, snprintf(d->err, d->errlen, "out of memory");
+		}
+		hp_symbols_free(sym);
+		hp_analysis_free(&a);
+		if (rc) {
+			name_trace(d, paths[i]);
+			return -1;
+		}
+	}
+	if (hp_fntab_label(&d->fns)) {
+		snprintf(d->err, d->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Each view frees only its own per-thread data; the driver walks the threads. */
+static void free_thread_data(struct hp_drive *d)
+{
+	for (uint32_t i = 0; i < d->nthreads; i++) {
+		struct hp_vthread *t = d->threads[i];
+		if (t->data && d->v->ops->thread_free)
+			d->v->ops->thread_free(t->data);
+		t->data = NULL;
+	}
+}
+
 int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_view *v,
 	     char *err, size_t errlen)
 {
@@ -913,6 +990,8 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	}
+	if (!rc && (v->ops->flags & HP_VIEW_NAMES_FIRST))
+		rc = name_all_first(&d, paths, npaths);
 	for (int i = 0; i < npaths && !rc; i++) {
 		d.trace = (uint32_t)i;
 		rc = drive_trace(&d, paths, &a);
@@ -937,6 +1016,7 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 		tell(&d);
 	if (!rc && v->ops->end)
 		rc = v->ops->end(v, err, errlen);
+	free_thread_data(&d);
 	if (v->ops->close)
 		v->ops->close(v);
 	if (have_last)

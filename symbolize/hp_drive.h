@@ -14,6 +14,9 @@
  *  - it lies --depth or more shown calls deep;
  *  - it took less than --min (then so did its callees: none is shown).
  * A shown call's self time is its time less that of its shown callees.
+ * Marks and values (hp_vnote) go to a view that takes them when their
+ * thread passes --thread and their time --time: the other filters choose
+ * calls, and a note is no call (its depth counts the shown calls around it).
  */
 #ifndef HP_DRIVE_H
 #define HP_DRIVE_H
@@ -29,7 +32,8 @@ struct hp_filter {
 	const char *thread;   /* a tid in decimal, or a thread name; NULL: all */
 	uint32_t depth;       /* 0: no limit */
 	int has_function, has_exclude;
-	regex_t function, exclude; /* extended, matched against the printed name */
+	regex_t function, exclude; /* extended, matched against the name (never
+				    * the label "name (file.c)" of hp_fntab_name) */
 	double min_ns;        /* 0: none */
 	int has_time;
 	double from_ns, to_ns;

@@ -11,6 +11,13 @@
  * (hp_merge.h): enters and exits by their tick, except that the exit of a
  * call without callees comes right after its enter (see hp_vframe.leaf).
  * Each trace is then read twice: a first pass numbers its functions.
+ *
+ * Marks and values of the traced program (hookprof_mark, hookprof_value)
+ * come to a view with a note op, in order with its thread's calls.
+ *
+ * Names (hp_fntab_name) are final, with the labels that tell two functions
+ * of one name apart, in end; before, only for a view with
+ * HP_VIEW_NAMES_FIRST.
  */
 #ifndef HP_VIEW_H
 #define HP_VIEW_H
@@ -31,7 +38,8 @@ struct hp_vthread {
 	uint32_t pid, tid;
 	char name[64];     /* "" unless the trace named it (final at end) */
 	const char *process; /* the program's name */
-	void *data;        /* the view's own, per thread; NULL at first */
+	void *data;        /* the view's own, per thread; NULL at first (freed
+			    * by its ops' thread_free) */
 };
 
 /* A call as views see it. Times in ns from the start of its trace (its
@@ -49,6 +57,21 @@ struct hp_vframe {
 	int lost;          /* at exit: its real exit was lost (a gap in the
 			    * trace); end is the last tick before it. Not a
 			    * call to count. */
+};
+
+/* A mark (hookprof_mark) or a value (hookprof_value) of a thread, for views
+ * with a note op. It comes in order with the thread's calls; in a
+ * time-ordered view, in time order with every thread's. */
+enum hp_vnote_kind { HP_NOTE_MARK, HP_NOTE_VALUE };
+
+struct hp_vnote {
+	enum hp_vnote_kind kind;
+	double at;         /* ns, as hp_vframe.start (paused time cut out alike) */
+	const char *text;  /* the mark's text, or the value's name; "?" if the
+			    * trace lacks the string */
+	int64_t value;     /* HP_NOTE_VALUE */
+	uint32_t depth;    /* shown frames open around it in its thread: the
+			    * depth a call made there would have */
 };
 
 /* What a command passes its view. */
@@ -80,6 +103,10 @@ enum hp_view_flags {
 	HP_VIEW_EXPORT = 4,     /* a format of `hookprof export`, not a command */
 	HP_VIEW_OWN_COMMAND = 8, /* run by a command of its own (report), which
 				  * main.c dispatches and lists */
+	HP_VIEW_NAMES_FIRST = 16, /* writes names as the calls come: every
+				   * function of every trace is named, and labelled
+				   * apart from others of its name ("helper (a.c)"),
+				   * before the first call (one more pass per trace) */
 };
 
 struct hp_view_ops {
@@ -102,8 +129,15 @@ struct hp_view_ops {
 	int (*trace_done)(struct hp_view *v, const struct hp_analysis *a, char *err, size_t errlen);
 	int (*enter)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
 	int (*exit)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
+	/* A mark or a value of a shown thread within --time (every other filter
+	 * leaves notes be). May be NULL: the view shows none. */
+	int (*note)(struct hp_view *v, struct hp_vthread *t, const struct hp_vnote *n);
 	/* Every trace read: write what is left. */
 	int (*end)(struct hp_view *v, char *err, size_t errlen);
+	/* Frees what the view keeps in a thread's data (called with it, never
+	 * NULL), for every thread, after end and before close; the driver then
+	 * sets data to NULL. NULL: the view keeps nothing there. */
+	void (*thread_free)(void *data);
 	void (*close)(struct hp_view *v);
 };
 

@@ -303,18 +303,16 @@ static int end_callgrind(struct hp_view *v, char *err, size_t errlen)
 	return rc;
 }
 
+static void free_cgthread(void *data)
+{
+	struct cgthread *th = data;
+	free(th->fn);
+	free(th);
+}
+
 static void close_callgrind(struct hp_view *v)
 {
 	struct callgrind *c = v->state;
-	if (v->d)
-		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
-			struct hp_vthread *t = hp_drive_thread(v->d, i);
-			struct cgthread *th = t->data;
-			if (th)
-				free(th->fn);
-			free(th);
-			t->data = NULL;
-		}
 	if (c) {
 		free(c->fn);
 		free(c->edge);
@@ -332,5 +330,6 @@ const struct hp_view_ops hp_view_callgrind = {
 	.enter = enter_callgrind,
 	.exit = exit_callgrind,
 	.end = end_callgrind,
+	.thread_free = free_cgthread,
 	.close = close_callgrind,
 };

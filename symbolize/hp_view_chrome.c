@@ -5,6 +5,7 @@
  * file's order does not matter to them), and thread_name/process_name
  * metadata at the end, once the names are final. A frame whose exit was
  * lost in a gap is no call: it becomes a B/E pair with args.end "lost".
+ * Marks are instant ("i") events, values counter ("C") events.
  *
  * Times: microseconds with three decimals, on CLOCK_MONOTONIC_RAW (the
  * clock of the traces' CLOCK records, one for every process of a boot), so
@@ -313,6 +314,32 @@ static int exit_chrome(struct hp_view *v, struct hp_vthread *t, const struct hp_
 	return rc;
 }
 
+/* A mark is an instant event of its thread, {"ph":"i",...,"s":"t","name":
+ * TEXT}; a value a counter event, {"ph":"C",...,"name":NAME,"args":{NAME:
+ * V}}: the viewers draw one counter track per process and name. */
+static int note_chrome(struct hp_view *v, struct hp_vthread *t, const struct hp_vnote *n)
+{
+	struct chrome *c = v->state;
+	const struct cids *ids = ids_of(c, t);
+	char *text = json_string(n->text);
+	char *buf = text ? malloc(2 * strlen(text) + 200) : NULL;
+	if (!ids || !buf) {
+		free(text);
+		return -1;
+	}
+	int mark = n->kind == HP_NOTE_MARK;
+	char *o = event_head(c, buf, mark ? 'i' : 'C', ids, at_ns(c, n->at));
+	o = mark ? PUT(o, ",\"s\":\"t\",\"name\":") : PUT(o, ",\"name\":");
+	o = put_str(o, text);
+	if (!mark)
+		o += sprintf(o, ",\"args\":{%s:%lld}", text, (long long)n->value);
+	*o++ = '}';
+	int rc = write_line(v, buf, (size_t)(o - buf));
+	free(buf);
+	free(text);
+	return rc;
+}
+
 /* {"ph":"M","pid":P,"tid":T,"name":WHAT,"args":{"name":NAME}} */
 static int metadata(struct hp_view *v, const char *what, const char *ids, const char *name)
 {
@@ -367,12 +394,6 @@ static int end_chrome(struct hp_view *v, char *err, size_t errlen)
 static void close_chrome(struct hp_view *v)
 {
 	struct chrome *c = v->state;
-	if (v->d)
-		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
-			struct hp_vthread *t = hp_drive_thread(v->d, i);
-			free(t->data);
-			t->data = NULL;
-		}
 	if (!c)
 		return;
 	for (uint32_t i = 0; i < c->ntraces; i++)
@@ -387,11 +408,13 @@ static void close_chrome(struct hp_view *v)
 
 const struct hp_view_ops hp_view_chrome = {
 	.name = "chrome",
-	.summary = "Chrome Trace Event JSON (X events), for the Perfetto UI and chrome://tracing",
-	.flags = HP_VIEW_EXPORT,
+	.summary = "Chrome Trace Event JSON (X events; marks, values: i, C), for the Perfetto UI and chrome://tracing",
+	.flags = HP_VIEW_EXPORT | HP_VIEW_NAMES_FIRST,
 	.open = open_chrome,
 	.trace = trace_chrome,
 	.exit = exit_chrome,
+	.note = note_chrome,
 	.end = end_chrome,
+	.thread_free = free,
 	.close = close_chrome,
 };

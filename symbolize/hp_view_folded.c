@@ -101,12 +101,6 @@ static int end_folded(struct hp_view *v, char *err, size_t errlen)
 static void close_folded(struct hp_view *v)
 {
 	struct folded *f = v->state;
-	if (v->d)
-		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
-			struct hp_vthread *t = hp_drive_thread(v->d, i);
-			hp_cpath_free(t->data);
-			t->data = NULL;
-		}
 	if (f) {
 		hp_calltree_free(&f->tree);
 		free(f->path);
@@ -124,5 +118,6 @@ const struct hp_view_ops hp_view_folded = {
 	.enter = enter_folded,
 	.exit = exit_folded,
 	.end = end_folded,
+	.thread_free = hp_cpath_free,
 	.close = close_folded,
 };

@@ -445,20 +445,17 @@ static int end_graph(struct hp_view *v, char *err, size_t errlen)
 	return 0;
 }
 
+static void free_gthread(void *data)
+{
+	struct gthread *th = data;
+	free(th->f);
+	hp_opencount_free(&th->open);
+	free(th);
+}
+
 static void close_graph(struct hp_view *v)
 {
 	struct graph *g = v->state;
-	if (v->d)
-		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
-			struct hp_vthread *t = hp_drive_thread(v->d, i);
-			struct gthread *th = t->data;
-			if (th) {
-				free(th->f);
-				hp_opencount_free(&th->open);
-			}
-			free(th);
-			t->data = NULL;
-		}
 	if (g) {
 		free(g->e);
 		free(g->slot);
@@ -490,5 +487,6 @@ const struct hp_view_ops hp_view_graph = {
 	.enter = enter_graph,
 	.exit = exit_graph,
 	.end = end_graph,
+	.thread_free = free_gthread,
 	.close = close_graph,
 };

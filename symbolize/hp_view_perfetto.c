@@ -29,6 +29,7 @@
 #define CLOCK_SEQUENCE 64 /* 64-127: a sequence's own clocks */
 #define UUID_PROCESS 0x1000000000000000ull
 #define UUID_THREAD 0x2000000000000000ull
+#define UUID_COUNTER 0x3000000000000000ull
 #define FLUSH_AT (1u << 16)
 
 struct pthread_state {
@@ -41,11 +42,19 @@ struct process_key {
 	uint32_t trace, pid;
 };
 
+/* A value's name in a process: a counter track. */
+struct counter_key {
+	uint32_t trace, pid;
+	char *name;
+};
+
 struct perfetto {
 	uint8_t *buf;
 	size_t used, cap;
 	struct process_key *procs; /* those whose track is written */
 	size_t nprocs, procs_cap;
+	struct counter_key *counters; /* those whose track is written; uuid by index */
+	size_t ncounters, counters_cap;
 };
 
 static int open_perfetto(struct hp_view *v, char *err, size_t errlen)
@@ -215,23 +224,35 @@ static struct pthread_state *start_thread(struct hp_view *v, struct hp_vthread *
 	return s;
 }
 
-static int put_event(struct hp_view *v, struct hp_vthread *t, uint32_t fn, double at, int begin)
+/* An event packet of the thread's sequence at `at`: its timestamp, a
+ * delta on the sequence's clock. NULL out of memory or output. */
+static struct pthread_state *event_packet(struct hp_view *v, struct hp_vthread *t, double at,
+					  Perfetto__Protos__TracePacket *pk)
 {
 	struct pthread_state *s = t->data;
 	uint64_t ns = ns_of(at);
 	if (!s && !(s = start_thread(v, t, ns)))
-		return -1;
+		return NULL;
 	/* Rounding can put an event a nanosecond before the last one. */
 	uint64_t delta = ns > s->last ? ns - s->last : 0;
 	s->last += delta;
+	*pk = packet_of(t);
+	pk->has_timestamp = pk->has_sequence_flags = 1;
+	pk->timestamp = delta;
+	pk->sequence_flags = PERFETTO__PROTOS__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+	return s;
+}
+
+static int put_event(struct hp_view *v, struct hp_vthread *t, uint32_t fn, double at, int begin)
+{
+	Perfetto__Protos__TracePacket pk;
+	struct pthread_state *s = event_packet(v, t, at, &pk);
+	if (!s)
+		return -1;
 	Perfetto__Protos__TrackEvent ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	ev.has_type = 1;
 	ev.type = begin ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN
 			: PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
-	Perfetto__Protos__TracePacket pk = packet_of(t);
-	pk.has_timestamp = pk.has_sequence_flags = 1;
-	pk.timestamp = delta;
-	pk.sequence_flags = PERFETTO__PROTOS__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
 	pk.track_event = &ev;
 	Perfetto__Protos__EventName name = PERFETTO__PROTOS__EVENT_NAME__INIT;
 	Perfetto__Protos__EventName *names[] = { &name };
@@ -277,6 +298,68 @@ static int exit_perfetto(struct hp_view *v, struct hp_vthread *t, const struct h
 	return put_event(v, t, f->fn, f->end, 0);
 }
 
+/* The uuid of the counter track of the value `name` in t's process, its
+ * descriptor written at its first use (the process's track is, as t has
+ * an event already). 0 out of memory or output. */
+static uint64_t counter_track(struct hp_view *v, const struct hp_vthread *t, const char *name)
+{
+	struct perfetto *p = v->state;
+	for (size_t i = 0; i < p->ncounters; i++) {
+		const struct counter_key *k = &p->counters[i];
+		if (k->trace == t->trace && k->pid == t->pid && !strcmp(k->name, name))
+			return UUID_COUNTER | i;
+	}
+	if (p->ncounters == p->counters_cap) {
+		size_t cap = p->counters_cap ? p->counters_cap * 2 : 8;
+		struct counter_key *k = realloc(p->counters, cap * sizeof(*k));
+		if (!k)
+			return 0;
+		p->counters = k;
+		p->counters_cap = cap;
+	}
+	struct counter_key *k = &p->counters[p->ncounters];
+	if (!(k->name = strdup(name)))
+		return 0;
+	k->trace = t->trace;
+	k->pid = t->pid;
+	uint64_t uuid = UUID_COUNTER | p->ncounters++;
+	Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+	Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	td.has_uuid = td.has_parent_uuid = 1;
+	td.uuid = uuid;
+	td.parent_uuid = process_uuid(t);
+	td.name = (char *)name;
+	td.counter = &cd;
+	Perfetto__Protos__TracePacket pk = packet_of(t);
+	pk.track_descriptor = &td;
+	return put(v, &pk) ? 0 : uuid;
+}
+
+/* A mark is an instant event on its thread's track, named by its text; a
+ * value, a counter event on the counter track of its name and process. */
+static int note_perfetto(struct hp_view *v, struct hp_vthread *t, const struct hp_vnote *n)
+{
+	Perfetto__Protos__TracePacket pk;
+	if (!event_packet(v, t, n->at, &pk))
+		return -1;
+	Perfetto__Protos__TrackEvent ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	ev.has_type = 1;
+	if (n->kind == HP_NOTE_MARK) {
+		ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+		ev.name = (char *)n->text;
+	} else {
+		uint64_t uuid = counter_track(v, t, n->text);
+		if (!uuid)
+			return -1;
+		ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+		ev.has_track_uuid = ev.has_counter_value = 1;
+		ev.track_uuid = uuid;
+		ev.counter_value = n->value;
+	}
+	pk.track_event = &ev;
+	return put(v, &pk);
+}
+
 static int end_perfetto(struct hp_view *v, char *err, size_t errlen)
 {
 	int rc = 0;
@@ -292,21 +375,22 @@ static int end_perfetto(struct hp_view *v, char *err, size_t errlen)
 	return rc;
 }
 
+static void free_pthread_state(void *data)
+{
+	struct pthread_state *s = data;
+	free(s->interned);
+	free(s);
+}
+
 static void close_perfetto(struct hp_view *v)
 {
 	struct perfetto *p = v->state;
-	if (v->d)
-		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
-			struct hp_vthread *t = hp_drive_thread(v->d, i);
-			struct pthread_state *s = t->data;
-			if (s)
-				free(s->interned);
-			free(s);
-			t->data = NULL;
-		}
 	if (p) {
 		free(p->buf);
 		free(p->procs);
+		for (size_t i = 0; i < p->ncounters; i++)
+			free(p->counters[i].name);
+		free(p->counters);
 	}
 	free(p);
 	v->state = NULL;
@@ -314,11 +398,13 @@ static void close_perfetto(struct hp_view *v)
 
 const struct hp_view_ops hp_view_perfetto = {
 	.name = "perfetto",
-	.summary = "Perfetto protobuf trace (TrackEvent slices per thread), for ui.perfetto.dev and trace_processor",
-	.flags = HP_VIEW_EXPORT | HP_VIEW_BINARY,
+	.summary = "Perfetto protobuf trace (slices per thread, marks, value counters), for ui.perfetto.dev and trace_processor",
+	.flags = HP_VIEW_EXPORT | HP_VIEW_BINARY | HP_VIEW_NAMES_FIRST,
 	.open = open_perfetto,
 	.enter = enter_perfetto,
 	.exit = exit_perfetto,
+	.note = note_perfetto,
 	.end = end_perfetto,
+	.thread_free = free_pthread_state,
 	.close = close_perfetto,
 };

@@ -387,12 +387,6 @@ static int end_pprof(struct hp_view *v, char *err, size_t errlen)
 static void close_pprof(struct hp_view *v)
 {
 	struct pprof *p = v->state;
-	if (v->d)
-		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
-			struct hp_vthread *t = hp_drive_thread(v->d, i);
-			hp_cpath_free(t->data);
-			t->data = NULL;
-		}
 	if (p) {
 		hp_calltree_free(&p->tree);
 		free(p->self_sum);
@@ -411,5 +405,6 @@ const struct hp_view_ops hp_view_pprof = {
 	.enter = enter_pprof,
 	.exit = exit_pprof,
 	.end = end_pprof,
+	.thread_free = hp_cpath_free,
 	.close = close_pprof,
 };

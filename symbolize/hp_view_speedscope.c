@@ -386,21 +386,18 @@ static int end_speedscope(struct hp_view *v, char *err, size_t errlen)
 	return rc;
 }
 
+static void free_sthread(void *data)
+{
+	struct sthread *st = data;
+	free(st->buf);
+	free(st->block);
+	free(st->open);
+	free(st);
+}
+
 static void close_speedscope(struct hp_view *v)
 {
 	struct speedscope *s = v->state;
-	if (v->d)
-		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
-			struct hp_vthread *t = hp_drive_thread(v->d, i);
-			struct sthread *st = t->data;
-			if (st) {
-				free(st->buf);
-				free(st->block);
-				free(st->open);
-				free(st);
-			}
-			t->data = NULL;
-		}
 	if (s) {
 		if (s->spill)
 			fclose(s->spill);
@@ -421,5 +418,6 @@ const struct hp_view_ops hp_view_speedscope = {
 	.enter = enter_speedscope,
 	.exit = exit_speedscope,
 	.end = end_speedscope,
+	.thread_free = free_sthread,
 	.close = close_speedscope,
 };

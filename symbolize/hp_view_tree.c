@@ -251,12 +251,6 @@ static int end_tree(struct hp_view *v, char *err, size_t errlen)
 static void close_tree(struct hp_view *v)
 {
 	struct tree *t = v->state;
-	if (v->d)
-		for (uint32_t i = 0; i < hp_drive_nthreads(v->d); i++) {
-			struct hp_vthread *th = hp_drive_thread(v->d, i);
-			hp_cpath_free(th->data);
-			th->data = NULL;
-		}
 	if (t) {
 		hp_calltree_free(&t->tree);
 		free(t->under);
@@ -284,5 +278,6 @@ const struct hp_view_ops hp_view_tree = {
 	.enter = enter_tree,
 	.exit = exit_tree,
 	.end = end_tree,
+	.thread_free = hp_cpath_free,
 	.close = close_tree,
 };

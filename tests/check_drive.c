@@ -63,9 +63,27 @@ static int log_exit(struct hp_view *v, struct hp_vthread *t, const struct hp_vfr
 	return 0;
 }
 
+/* A mark as t100*TEXT/DEPTH@NS, a value as t100#NAME=V/DEPTH@NS. */
+static int log_note(struct hp_view *v, struct hp_vthread *t, const struct hp_vnote *n)
+{
+	(void)v;
+	if (n->kind == HP_NOTE_MARK)
+		say("t%u*%s/%u@%.0f ", t->tid, n->text, n->depth, n->at);
+	else
+		say("t%u#%s=%lld/%u@%.0f ", t->tid, n->text, (long long)n->value, n->depth, n->at);
+	return 0;
+}
+
 static const struct hp_view_ops log_ops = {
-	.name = "log", .enter = log_enter, .exit = log_exit,
+	.name = "log", .enter = log_enter, .exit = log_exit, .note = log_note,
 };
+
+static const struct hp_view_ops log_ops_in_time_order = {
+	.name = "log", .flags = HP_VIEW_TIME_ORDER,
+	.enter = log_enter, .exit = log_exit, .note = log_note,
+};
+
+static const struct hp_view_ops *log_view = &log_ops;
 
 static const char *warned;
 static void warn(const char *line) { warned = line; }
@@ -82,7 +100,7 @@ static int drive_with(int ntraces, const char *const *filters)
 		ck_assert_msg(!hp_filter_set(&o.filter, opt, eq + 1, err, sizeof(err)), "%s", err);
 	}
 	struct hp_view_opts vo = { .format = "log" };
-	struct hp_view v = { .ops = &log_ops, .opts = &vo, .out = stdout };
+	struct hp_view v = { .ops = log_view, .opts = &vo, .out = stdout };
 	char *paths[] = { path, path2 };
 	log_buf[0] = 0;
 	warned = NULL;
@@ -107,6 +125,7 @@ static void setup(void)
 	snprintf(path2, sizeof(path2), "%s/u.hookprof", dir);
 	memset(&file, 0, sizeof(file));
 	err[0] = 0;
+	log_view = &log_ops;
 }
 
 static void teardown(void)
@@ -121,14 +140,28 @@ static void process_rec(struct tk_bytes *b)
 	tk_process_rec(b, 4321, HP_CLOCK_MONOTONIC, 1700000000000000000ull, 0, "/bin/prog", 1, argv);
 }
 
-/* Thread 100: A @100 { A @110 { B @130 { A @160-170 } @200 } @230 } @300;
- * in ns, the monotonic clock's ticks. A is 0x10, B 0x20. */
-static void recursion(struct tk_bytes *b)
+/* A trace's first records: the process, its clock, thread 100 "main" (and
+ * 101 "worker" with two threads), and with notes the strings "m0" (id 0)
+ * and "v" (id 1). */
+static void trace_head(struct tk_bytes *b, int threads, int notes)
 {
 	tk_header(b);
 	process_rec(b);
 	tk_clock_rec(b, 0, 0);
 	tk_thread_rec(b, 0, 100, "main");
+	if (threads > 1)
+		tk_thread_rec(b, 1, 101, "worker");
+	if (notes) {
+		tk_string_rec(b, 0, "m0");
+		tk_string_rec(b, 1, "v");
+	}
+}
+
+/* Thread 100: A @100 { A @110 { B @130 { A @160-170 } @200 } @230 } @300;
+ * in ns, the monotonic clock's ticks. A is 0x10, B 0x20. */
+static void recursion(struct tk_bytes *b)
+{
+	trace_head(b, 1, 0);
 	EVENTS(b, 0, 4, 0x43, 0x10, 0x43, 0x20, 0x00, 0x64, 0x00, 0x0a, 0x01, 0x14, 0x00, 0x1e);
 	EVENTS(b, 0, 4, 0x8a, 0x9e, 0x9e, 0x40, 0x8c, 0x01);
 	tk_end_rec(b, 8, 0, 1);
@@ -264,11 +297,7 @@ END_TEST
  * across the other's records (as check_analyze.c's interleaved()). */
 static void two_threads(struct tk_bytes *b)
 {
-	tk_header(b);
-	process_rec(b);
-	tk_clock_rec(b, 0, 0);
-	tk_thread_rec(b, 0, 100, "main");
-	tk_thread_rec(b, 1, 101, "worker");
+	trace_head(b, 2, 0);
 	EVENTS(b, 0, 1, 0x43, 0x10, 0x00, 0x0a);                    /* A @10 */
 	EVENTS(b, 1, 2, 0x43, 0x20, 0x01, 0xe8, 0x07, 0x00, 0x05);  /* B @1000, A @1005 */
 	EVENTS(b, 0, 3, 0x01, 0x0a, 0x85, 0x8f);                    /* B @20-25, A ends @40 */
@@ -320,6 +349,64 @@ START_TEST(test_two_traces_share_functions)
 	const char *second = strstr(log_buf + 1, "t100>0x10/0@100 ");
 	ck_assert_ptr_nonnull(second);
 	ck_assert_int_eq(strncmp(log_buf, second, (size_t)(second - log_buf)), 0);
+}
+END_TEST
+
+/* Thread 100: A @100 { mark "m0" @105, paused @106-206, B @210 { value
+ * v = -7 @215 } @220 } @230, mark "m0" @240. Less the 100 ns paused: A
+ * @100-130, B @110-120, the value @115, the last mark @140. */
+static void notes(struct tk_bytes *b)
+{
+	trace_head(b, 1, 1);
+	EVENTS(b, 0, 10, 0x43, 0x10, 0x43, 0x20, 0x00, 0x64, 0x4b, 0x00, 0x0a, 0x45, 0x02,
+	       0x46, 0xc8, 0x01, 0x01, 0x04, 0x4c, 0x01, 0x0a, 0xf9, 0xff, 0xff, 0xff, 0x0f,
+	       0x4d, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x85, 0x8a, 0x4b, 0x00, 0x14);
+	tk_end_rec(b, 10, 0, 1);
+}
+
+START_TEST(test_notes_come_with_the_calls)
+{
+	notes(&file);
+	DRIVE(NULL);
+	EXPECT("t100>0x10/0@100 t100*m0/1@105 t100>0x20/1@110 t100#v=-7/2@115 "
+	       "t100<0x20/1=10,10 t100<0x10/0=30,20+ t100*m0/0@140 ");
+}
+END_TEST
+
+START_TEST(test_notes_filtered_by_thread_and_time_only)
+{
+	notes(&file);
+	DRIVE("thread=101");
+	EXPECT("");
+	DRIVE("time=0.000000108,0.000000150");
+	EXPECT("t100>0x20/0@110 t100#v=-7/1@115 t100<0x20/0=10,10 t100*m0/0@140 ");
+	/* the other filters hide calls, never notes: a note's depth counts
+	 * the shown calls around it */
+	DRIVE("depth=1");
+	EXPECT("t100>0x10/0@100 t100*m0/1@105 t100#v=-7/1@115 t100<0x10/0=30,30 t100*m0/0@140 ");
+	DRIVE("function=^0x20$");
+	EXPECT("t100*m0/0@105 t100>0x20/0@110 t100#v=-7/1@115 t100<0x20/0=10,10 t100*m0/0@140 ");
+}
+END_TEST
+
+/* Thread 100: A @10 { mark @30 } @50; thread 101, in a later record: a mark
+ * @20, value v = 42 @60. */
+static void notes_of_two_threads(struct tk_bytes *b)
+{
+	trace_head(b, 2, 1);
+	EVENTS(b, 0, 3, 0x43, 0x10, 0x00, 0x0a, 0x4b, 0x00, 0x28, 0x94);
+	EVENTS(b, 1, 3, 0x4b, 0x00, 0x28, 0x4c, 0x01, 0x50, 0x2a, 0x4d, 0x01, 0x00, 0x00);
+	tk_end_rec(b, 6, 0, 2);
+}
+
+START_TEST(test_notes_in_time_order_with_the_calls)
+{
+	notes_of_two_threads(&file);
+	DRIVE(NULL);
+	EXPECT("t100>0x10/0@10 t100*m0/1@30 t100<0x10/0=40,40 t101*m0/0@20 t101#v=42/0@60 ");
+	log_view = &log_ops_in_time_order;
+	DRIVE(NULL);
+	EXPECT("t100>0x10/0@10 t101*m0/0@20 t100*m0/1@30 t100<0x10/0=40,40 t101#v=42/0@60 ");
 }
 END_TEST
 
@@ -386,6 +473,9 @@ static Suite *suite(void)
 	tcase_add_test(core, test_thread_by_name_and_tid);
 	tcase_add_test(core, test_open_frames_close_at_the_end);
 	tcase_add_test(core, test_two_traces_share_functions);
+	tcase_add_test(core, test_notes_come_with_the_calls);
+	tcase_add_test(core, test_notes_filtered_by_thread_and_time_only);
+	tcase_add_test(core, test_notes_in_time_order_with_the_calls);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);

@@ -790,14 +790,6 @@ START_TEST(test_analyze_crash_open_frames)
 END_TEST
 
 /* Format 1.2: STRING records, and the control events that name them. */
-static void string_rec(struct tk_bytes *b, uint32_t id, const char *text)
-{
-	size_t at = tk_rec_begin(b, HP_REC_STRING);
-	tk_put32(b, id);
-	tk_putstr(b, text);
-	tk_rec_end(b, at);
-}
-
 START_TEST(test_strings_and_regions)
 {
 	/* region 0 [parse] around nothing, an end of region 1 without a begin,
@@ -809,8 +801,8 @@ START_TEST(test_strings_and_regions)
 	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
 	tk_thread_rec(&file, 0, 77, "worker");
-	string_rec(&file, 0, "parse");
-	string_rec(&file, 1, "depth");
+	tk_string_rec(&file, 0, "parse");
+	tk_string_rec(&file, 1, "depth");
 	tk_events_rec(&file, 0, 6, ev, sizeof(ev));
 	tk_end_rec(&file, 6, 0, 1);
 	save(&file);
@@ -833,7 +825,7 @@ START_TEST(test_string_id_out_of_range)
 {
 	tk_header(&file);
 	process_rec(&file, HP_CLOCK_MONOTONIC);
-	string_rec(&file, HP_STRINGS_MAX, "x");
+	tk_string_rec(&file, HP_STRINGS_MAX, "x");
 	tk_end_rec(&file, 0, 0, 0);
 	save(&file);
 	assert_analyze_fails(0);

@@ -3,7 +3,8 @@
  * hp_view_speedscope.c) on traces written by hand: frames lost in a gap
  * (B/E pairs in Chrome's file, "[end lost]" frames in speedscope's, never
  * counted as calls), a lost frame whose open event speedscope had already
- * moved to its temporary file, and exact microsecond timestamps. The e2e
+ * moved to its temporary file, exact microsecond timestamps, and marks and
+ * values as Chrome's instant and counter events. The e2e
  * tests (92-json-exports.sh) read real programs' exports with python3.
  */
 #define _GNU_SOURCE
@@ -107,6 +108,31 @@ START_TEST(test_chrome_lost_frames_are_b_e_pairs)
 }
 END_TEST
 
+/* A @10-20 around a mark "go \"now\"" @12 and values q = 5 @14, q = -3 @16. */
+START_TEST(test_chrome_marks_are_instants_values_counters)
+{
+	begin_trace();
+	tk_string_rec(&file, 0, "go \"now\"");
+	tk_string_rec(&file, 1, "q");
+	static const uint8_t d[] = { 0x43, 0x10, 0x00, 0x0a, 0x4b, 0x00, 0x04,
+				     0x4c, 0x01, 0x04, 0x05, 0x4d, 0x01, 0x00, 0x00,
+				     0x4c, 0x01, 0x04, 0xfd, 0xff, 0xff, 0xff, 0x0f,
+				     0x4d, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x84 };
+	tk_events_rec(&file, 0, 7, d, sizeof(d));
+	tk_end_rec(&file, 7, 0, 1);
+	export(&hp_view_chrome);
+	ck_assert_int_eq(count("\"ph\":\"X\""), 1);
+	ck_assert_int_eq(count("\"ph\":\"i\""), 1);
+	ck_assert_int_eq(count("\"ph\":\"C\""), 2);
+	ck_assert_msg(strstr(out, "{\"ph\":\"i\",\"pid\":4321,\"tid\":100,\"ts\":5000.012,"
+				  "\"s\":\"t\",\"name\":\"go \\\"now\\\"\"}"), "%s", out);
+	ck_assert_msg(strstr(out, "{\"ph\":\"C\",\"pid\":4321,\"tid\":100,\"ts\":5000.014,"
+				  "\"name\":\"q\",\"args\":{\"q\":5}}"), "%s", out);
+	ck_assert_msg(strstr(out, "{\"ph\":\"C\",\"pid\":4321,\"tid\":100,\"ts\":5000.016,"
+				  "\"name\":\"q\",\"args\":{\"q\":-3}}"), "%s", out);
+}
+END_TEST
+
 START_TEST(test_speedscope_lost_frames_are_frames_of_their_own)
 {
 	gap_trace();
@@ -161,6 +187,7 @@ static Suite *view_json_suite(void)
 	TCase *core = tcase_create("core");
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_add_test(core, test_chrome_lost_frames_are_b_e_pairs);
+	tcase_add_test(core, test_chrome_marks_are_instants_values_counters);
 	tcase_add_test(core, test_speedscope_lost_frames_are_frames_of_their_own);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");

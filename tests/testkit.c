@@ -185,6 +185,14 @@ void tk_thread_rec(struct tk_bytes *b, uint32_t stream, uint32_t tid, const char
 	tk_rec_end(b, r);
 }
 
+void tk_string_rec(struct tk_bytes *b, uint32_t id, const char *text)
+{
+	size_t r = tk_rec_begin(b, HP_REC_STRING);
+	tk_put32(b, id);
+	tk_putstr(b, text);
+	tk_rec_end(b, r);
+}
+
 void tk_events_rec(struct tk_bytes *b, uint32_t stream, uint32_t count, const uint8_t *data,
 		   size_t len)
 {

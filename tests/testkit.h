@@ -82,6 +82,8 @@ void tk_clock_rec(struct tk_bytes *b, uint64_t tick, uint64_t ns);
 void tk_calibration_rec(struct tk_bytes *b, uint32_t when, uint32_t pairs, uint64_t inside,
 			uint64_t outside);
 void tk_thread_rec(struct tk_bytes *b, uint32_t stream, uint32_t tid, const char *name);
+/* A STRING record (format 1.2): a string of the control API, by its id. */
+void tk_string_rec(struct tk_bytes *b, uint32_t id, const char *text);
 void tk_events_rec(struct tk_bytes *b, uint32_t stream, uint32_t count, const uint8_t *data,
 		   size_t len);
 void tk_lost_rec(struct tk_bytes *b, uint32_t stream, uint32_t reason, uint64_t count);
