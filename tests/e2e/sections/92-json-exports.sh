@@ -93,6 +93,11 @@ def chrome():
                 fail("E event without its B: %s" % e)
             b = begun[key].pop()
             per_thread[key].append((ns(b["ts"]), ns(e["ts"]), b["name"] + " [end lost]"))
+        elif ph in ("i", "C"):
+            # marks and values (99-notes checks them): of a thread, timed, named
+            for k in ("pid", "tid", "ts", "name"):
+                if k not in e:
+                    fail("%s event without %s: %s" % (ph, k, e))
         elif ph == "M":
             if e["name"] == "process_name":
                 pnames[e["pid"]] = e["args"]["name"]

@@ -164,8 +164,11 @@ pf_counts() {
 		$1 == "type:" && $2 == "TYPE_SLICE_BEGIN" { depth[seq]++ }
 		$1 == "type:" && $2 == "TYPE_SLICE_END" { ends++; if (--depth[seq] < 0) bad++ }
 		$1 == "name_iid:" { begins[$2]++ }
-		$1 == "iid:" { iid = $2 }
-		$1 == "name:" { v = $0; sub(/^ *name: "/, "", v); sub(/"$/, "", v); name[iid] = v }
+		$1 == "iid:" { iid = $2; interned = 1; next }
+		# an interned name comes right after its iid; the name of a mark
+		# or of a counter track does not
+		$1 == "name:" && interned { v = $0; sub(/^ *name: "/, "", v); sub(/"$/, "", v); name[iid] = v }
+		{ interned = 0 }
 		END {
 			for (i in begins) print (i in name) ? name[i] : "iid" i, begins[i]
 			for (s in depth) if (depth[s] || !(s in track)) bad++
