@@ -56,9 +56,13 @@ struct table {
 	uint32_t nranges;
 	struct range *ranges; /* executable segments of the modules read, sorted */
 	unsigned long long adds, subs; /* dl_iterate_phdr's counters when built */
+	/* The one built before: a thread may still be probing an old table,
+	 * so each is kept, reachable from `built` (never freed, nor a leak). */
+	struct table *older;
 };
 
 static struct table *current;
+static struct table *built; /* every table, newest first; under build_lock */
 static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The levels of the calling thread; a stack pointer of 0 marks none. */
@@ -373,6 +377,8 @@ static void build(void)
 	errno = saved;
 	if (!t)
 		return; /* out of memory: the old table stays */
+	t->older = built;
+	built = t;
 	/* Release: the table is complete before a thread that loads the
 	 * pointer (acquire, in table_now) probes it. */
 	__atomic_store_n(&current, t, __ATOMIC_RELEASE);
