@@ -736,6 +736,7 @@ START_TEST(test_switch_notes_own_time)
 	/* the buffer's start after the first event, each switch after the
 	 * first event of its chunk */
 	struct owns w = { 0 };
+	hp_analysis_free(&A);
 	ck_assert_msg(hp_analyze(path, 0, count_owns, &w, &A, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_uint_eq(w.owns, 4);
 	ck_assert_uint_eq(w.own_at[0], 1);

@@ -484,6 +484,7 @@ START_TEST(test_own_time_after_its_events)
 	ck_assert_uint_eq(o.own_tick, 5000000);
 	ck_assert_uint_eq(A.events, 20);
 	/* the events after it decode as written */
+	hp_analysis_free(&A);
 	struct expect x;
 	analyze_pattern(&x);
 }
