@@ -2,7 +2,8 @@
 # tests/fuzz/run.sh [SECONDS] - builds build/fuzz/fuzz_trace and runs it for
 # SECONDS (default 60) from the real traces of tests/fuzz/seeds (written by
 # the e2e sample programs nested, jump, throw, threads, threads in ring mode,
-# and nested cut short). New inputs go to build/fuzz/corpus, a finding to
+# and nested cut short; and two of format 1.3, with chunk switches' own time,
+# CALIBRATION and FILTER records). New inputs go to build/fuzz/corpus, a finding to
 # build/fuzz/crash-*; exits non-zero on a finding. The last line is
 # "1 passed, 0 failed" or "0 passed, 1 failed".
 set -eu
