@@ -113,6 +113,8 @@ static const char report_help[] =
 	"  --exclude=REGEX       hide matching functions (their time goes to their caller)\n"
 	"  --min=DURATION        hide calls shorter than that (500ns, 2us, 1.5ms, 3s)\n"
 	"  --time=FROM,TO        only calls that start in that window (seconds from the start)\n"
+	"  --raw                 times as measured: hookprof's own cost (its hooks, measured\n"
+	"                        in the run, and its buffer switches) left in\n"
 	"CSV columns: function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,module,source\n"
 	"(source: FILE:LINE of the function where known)\n"
 	"  -h, --help            this text\n"
