@@ -386,12 +386,19 @@ void hp_buffer_start_self(void)
 	hp_tls.busy = 0;
 }
 
+/* The slot the hook took goes back (nobody took one after it: handlers
+ * that ran since gave theirs back too). */
+static void give_back(struct hp_raw *taken)
+{
+	if (taken + 1 == hp_tls.pos)
+		hp_tls.pos = taken;
+}
+
 /* The mapping failed: this event and the thread's next ones for a second
  * are lost, and counted. One warning per process. */
 static void no_buffer(struct hp_raw *taken)
 {
-	if (taken + 1 == hp_tls.pos)
-		hp_tls.pos = taken; /* no slot: pos stays put */
+	give_back(taken); /* no slot: pos stays put */
 	hp_runtime_count_lost(HP_LOST_NO_BUFFER);
 	no_buffer_until = hp_clock_ns() + NO_BUFFER_RETRY_NS;
 	if (!__atomic_exchange_n(&no_buffer_warned, 1, __ATOMIC_RELAXED))
@@ -404,8 +411,7 @@ static int no_buffer_yet(struct hp_raw *taken)
 {
 	if (hp_clock_ns() >= no_buffer_until)
 		return 0;
-	if (taken + 1 == hp_tls.pos)
-		hp_tls.pos = taken;
+	give_back(taken);
 	hp_runtime_count_lost(HP_LOST_NO_BUFFER);
 	return 1;
 }
@@ -539,14 +545,6 @@ void hp_buffer_resume_self(const struct hp_tls *saved)
 int hp_buffer_in_own_work(void)
 {
 	return hp_tls.busy || (hp_tls.thread && __atomic_load_n(&hp_tls.thread->switching, __ATOMIC_RELAXED));
-}
-
-/* The slot the hook took goes back (nobody took one after it: handlers
- * that ran since gave theirs back too). */
-static void give_back(struct hp_raw *taken)
-{
-	if (taken + 1 == hp_tls.pos)
-		hp_tls.pos = taken;
 }
 
 /* A switch of this thread's, which a handler interrupted, is under way,
@@ -758,8 +756,7 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 		/* The slot goes back (nobody took one after it: handlers that
 		 * ran since gave theirs back too), else switch_chunk would keep
 		 * it for an event that never comes. */
-		if (taken + 1 == hp_tls.pos)
-			hp_tls.pos = taken;
+		give_back(taken);
 		if (hp_tls.retired != HP_UNTRACED)
 			count_lost(hp_tls.busy ? HP_LOST_REENTRY : HP_LOST_LATE);
 		return;
@@ -792,8 +789,7 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 	if (child == HP_CHILD_UNTRACED) {
 		/* hp_tls is retired now, or is its parent's (a child on the
 		 * parent's memory): the slot goes back either way. */
-		if (taken + 1 == hp_tls.pos)
-			hp_tls.pos = taken;
+		give_back(taken);
 		t = NULL;
 	} else if (t) {
 		if (hp_tls.pos >= chunk_end(t)) {
@@ -805,8 +801,7 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 	} else if (hp_runtime_ready() && hp_buffer_stopped()) {
 		/* HOOKPROF_START=off, just read by the start-up this event ran:
 		 * nothing is recorded, and no buffer made, until the start. */
-		if (taken + 1 == hp_tls.pos)
-			hp_tls.pos = taken;
+		give_back(taken);
 	} else if (hp_runtime_ready()) {
 		/* A control word has no frame to find the callers of. */
 		t = start_thread(addr & HP_RAW_CONTROL ? 0 : addr);
