@@ -54,6 +54,15 @@ check() {
 	shift 2
 	if "$@"; then ok "$desc"; else nok "$desc" "$details"; fi
 }
+# all_of CMD... -- CMD...: every command succeeds (for one check of several).
+all_of() {
+	local cmd=()
+	while [ $# -gt 0 ]; do
+		if [ "$1" = -- ]; then "${cmd[@]}" || return 1; cmd=(); else cmd+=("$1"); fi
+		shift
+	done
+	[ ${#cmd[@]} -eq 0 ] || "${cmd[@]}"
+}
 # First lines of a file, on one line, for the details of a failed check.
 brief() { head -c 400 "$1" 2>/dev/null | tr '\n' '|' | tr -d '\r'; }
 now_ns() { date +%s%N; }

@@ -19,15 +19,6 @@ build control_cxx_linked g++ "${IF[@]}" -O0 "$SRC/control_cxx.cpp" "${LINK[@]}"
 ctl_ns() { field "$1" "" 3 | cut -d. -f1; }
 # ctl_below N LIMIT: N is a number below LIMIT.
 ctl_below() { case $1 in '' | *[!0-9]*) return 1 ;; esac; [ "$1" -lt "$2" ]; }
-# ctl_all CMD... -- CMD...: every command succeeds.
-ctl_all() {
-	local cmd=()
-	while [ $# -gt 0 ]; do
-		if [ "$1" = -- ]; then "${cmd[@]}" || return 1; cmd=(); else cmd+=("$1"); fi
-		shift
-	done
-	[ ${#cmd[@]} -eq 0 ] || "${cmd[@]}"
-}
 
 # The regions, pauses and threads of control.c, however the library came in.
 control_checks() { # LABEL MODE BIN
@@ -51,7 +42,7 @@ control_checks() { # LABEL MODE BIN
 		ctl_below "$n" 50000000
 	"$HP" info "$TRACE" >"$DIR/info" 2>&1
 	check "$label: hookprof_thread_name and pthread_setname_np name the threads" "$(brief "$DIR/info")" \
-		ctl_all grep -q ' ctl-worker-1 ' "$DIR/info" -- grep -q ' ctl-worker-2 ' "$DIR/info"
+		all_of grep -q ' ctl-worker-1 ' "$DIR/info" -- grep -q ' ctl-worker-2 ' "$DIR/info"
 }
 
 control_checks control-linked linked control_linked
@@ -63,7 +54,7 @@ run linked control-values control_linked
 "$HP" dump "$TRACE" >"$DIR/dump" 2>"$DIR/dump.err"
 rc=$?
 check "control dump: exit status 0, nothing on stderr" "status $rc, $(brief "$DIR/dump.err")" \
-	ctl_all [ $rc = 0 ] -- [ ! -s "$DIR/dump.err" ]
+	all_of [ $rc = 0 ] -- [ ! -s "$DIR/dump.err" ]
 check "control dump: the three marks, in order" "$(grep ' mark ' "$DIR/dump" | head -3 | tr '\n' '|')" \
 	[ "$(grep ' mark step' "$DIR/dump" | cut -d' ' -f3- | tr '\n' '|')" = "mark step 1 of three|mark step 2 of three|mark step 3 of three|" ]
 long=$(printf 'x%.0s' $(seq 252))
@@ -78,7 +69,7 @@ check "control dump: one pause per outermost pause, and its resume" "$(grep -c '
 "$HP" report --values "$TRACE" >"$DIR/values" 2>"$DIR/values.err"
 rc=$?
 check "control report --values: exit 0, nothing on stderr" "status $rc, $(brief "$DIR/values.err")" \
-	ctl_all [ $rc = 0 ] -- [ ! -s "$DIR/values.err" ]
+	all_of [ $rc = 0 ] -- [ ! -s "$DIR/values.err" ]
 want_values='3 10 60 30 queue|2 -5 5 0 neg|8 1 4 2.5 thread_v|1 -9000000000000000000 -9000000000000000000 -9e+18 big|'
 got_values=$(awk 'NR > 1 { print $1, $2, $3, $4, $5 }' "$DIR/values" | sort -k5 | tr '\n' '|')
 want_sorted=$(echo "$want_values" | tr '|' '\n' | sed '/^$/d' | sort -k5 | tr '\n' '|')
@@ -144,7 +135,7 @@ for v in "linked control_cxx_linked" "preload control_cxx"; do
 	expect_calls "control C++ $mode" "" "shop::Basket::add(int)=4" "shop::Basket::fail()=1"
 	"$HP" dump "$TRACE" >"$DIR/dump" 2>&1
 	check "control C++ $mode: the mark and the values in dump" "$(brief "$DIR/dump")" \
-		ctl_all grep -q ' mark caught it$' "$DIR/dump" -- \
+		all_of grep -q ' mark caught it$' "$DIR/dump" -- \
 		[ "$(grep ' value items ' "$DIR/dump" | awk '{ print $5 }' | tr '\n' ' ')" = "1 3 6 10 " ]
 done
 
@@ -156,7 +147,7 @@ for bin in control_nolib control_nolib_cxx; do
 	(cd "$DIR" && exec "$B/$bin" >out 2>err)
 	RC=$?
 	check "$bin (no -finstrument-functions, no libhookprof): runs unchanged" "status $RC, out '$(brief "$DIR/out")', err '$(brief "$DIR/err")'" \
-		ctl_all [ $RC = 0 ] -- [ "$(cat "$DIR/out")" = done ] -- [ ! -s "$DIR/err" ]
+		all_of [ $RC = 0 ] -- [ "$(cat "$DIR/out")" = done ] -- [ ! -s "$DIR/err" ]
 	check "$bin: no trace written" "$(ls "$DIR")" [ -z "$(ls "$DIR" | grep -v '^out$\|^err$')" ]
 done
 check "control_nolib: libhookprof is not a dependency" "$(ldd "$B/control_nolib" 2>&1 | grep hookprof)" \

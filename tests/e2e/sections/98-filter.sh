@@ -25,15 +25,6 @@ flt_run() {
 	for v in "${vars[@]}"; do unset "${v%%=*}"; done
 }
 
-# flt_all CMD... -- CMD...: every command succeeds.
-flt_all() {
-	local cmd=()
-	while [ $# -gt 0 ]; do
-		if [ "$1" = -- ]; then "${cmd[@]}" || return 1; cmd=(); else cmd+=("$1"); fi
-		shift
-	done
-	[ ${#cmd[@]} -eq 0 ] || "${cmd[@]}"
-}
 # flt_sum LEFT KEPT TOTAL: LEFT is a number and LEFT + KEPT = TOTAL.
 flt_sum() {
 	case $1 in '' | *[!0-9]*) return 1 ;; esac
@@ -189,7 +180,7 @@ fi
 "$HP" record --exclude='a(' -- "$B/filter" >"$DIR/bad.out" 2>"$DIR/bad.err"
 RC=$?
 check "filter: record --exclude with a bad regex is a usage error" "status $RC; $(brief "$DIR/bad.err")" \
-	flt_all [ "$RC" = 2 ] -- [ ! -s "$DIR/bad.out" ] -- \
+	all_of [ "$RC" = 2 ] -- [ ! -s "$DIR/bad.out" ] -- \
 	grep -q "^hookprof: --exclude: 'a(' is not a regular expression" "$DIR/bad.err"
 "$HP" record --help >"$DIR/help.out" 2>&1
 check "filter: record --help lists --exclude --include --depth --min" "$(brief "$DIR/help.out")" \
