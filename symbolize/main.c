@@ -55,7 +55,8 @@ static const char usage_tail[] =
 	"  version   the version (also --version)\n"
 	"  help      this text, or a command's (also -h, --help)\n"
 	"TRACE: a trace file, or a directory of them; none: the newest *.hookprof here.\n"
-	"Times are wall-clock, summed over the threads a function ran in.\n";
+	"Times are wall-clock, summed over the threads a function ran in, less hookprof's\n"
+	"own cost (measured in the run; --raw: as measured).\n";
 
 static void print_usage(FILE *out)
 {
