@@ -185,7 +185,10 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		if (ps->on_events && ps->on_events(ps->arg, a, stream, ps->evbuf.ev, ps->evbuf.n)) {
+		int said = ps->on_events ? ps->on_events(ps->arg, a, stream, ps->evbuf.ev, ps->evbuf.n) : 0;
+		if (said == HP_ANALYZE_ENOUGH && (ps->flags & HP_ANALYZE_PREFIX))
+			return HP_ANALYZE_ENOUGH;
+		if (said) {
 			snprintf(err, errlen, "cannot write the output");
 			return -1;
 		}
@@ -210,6 +213,8 @@ static int read_all(struct pass *ps, struct hp_reader *r, int flags, char *err, 
 		int bad = type == HP_REC_EVENTS
 				  ? events_record(ps, payload, size, err, errlen)
 				  : hp_trace_info_add(&ps->a->info, type, payload, size, err, errlen);
+		if (bad == HP_ANALYZE_ENOUGH)
+			return HP_ANALYZE_ENOUGH;
 		if (bad)
 			return -1;
 		if (ps->progress)
@@ -307,11 +312,14 @@ static int analyze(const char *path, int flags, hp_event_fn on_events, void *arg
 	/* Its failure is the main pass's to report, at the same record. */
 	hp_trace_read_module_map(path, &a->info, err, errlen);
 	int rc = read_all(&ps, r, flags, err, errlen);
-	if (!rc && unended_regions(&ps)) {
+	int enough = rc == HP_ANALYZE_ENOUGH;
+	if (enough) /* a prefix was asked for and read: nothing to finish */
+		rc = 0;
+	else if (!rc && unended_regions(&ps)) {
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	}
-	if (!rc)
+	if (!rc && !enough)
 		rc = finish(a, flags, err, errlen);
 	for (size_t i = 0; i < ps.ndec; i++) {
 		a->orphan_exits += ps.dec[i].orphan_exits;

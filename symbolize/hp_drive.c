@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "hp_drive.h"
+#include "hp_spacing.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -100,6 +101,7 @@ struct hp_drive {
 	/* A hook pair's cost in ticks (CALIBRATION records): inside its
 	 * call's ticks, and outside, in its caller's; 0 with --raw. */
 	double hook_in, hook_out;
+	double calib_in, calib_out; /* as calibrated, before the run's spacing */
 	uint32_t *gfn;          /* the trace's function id -> fns id */
 	size_t ngfn;
 	struct tstate *ts;      /* by stream */
@@ -602,6 +604,29 @@ static int keep_process_name(struct hp_drive *d, const struct hp_analysis *a)
 	return 0;
 }
 
+/* The calibrated cost, raised to what the run's own spacing shows, up to
+ * twice the calibration: with no short function in the program, the
+ * shortest spacing holds real work, of which nothing is known. */
+static double paid_in_run(double calibrated, int measured, double spacing)
+{
+	if (!measured || spacing <= calibrated)
+		return calibrated;
+	return spacing < 2 * calibrated ? spacing : 2 * calibrated;
+}
+
+static int hook_cost(struct hp_drive *d, const struct hp_analysis *a)
+{
+	d->hook_in = d->hook_out = d->calib_in = d->calib_out = 0;
+	if (d->o->filter.raw || !hp_trace_hook_cost(&a->info, &d->calib_in, &d->calib_out))
+		return 0;
+	struct hp_spacing_cost c;
+	if (hp_spacing_measure(a->path, 2 * d->calib_in, 2 * d->calib_out, &c, d->err, d->errlen))
+		return -1;
+	d->hook_in = paid_in_run(d->calib_in, c.has_inside, c.inside);
+	d->hook_out = paid_in_run(d->calib_out, c.has_outside, c.outside);
+	return 0;
+}
+
 static int begin_trace(struct hp_drive *d, const struct hp_analysis *a)
 {
 	d->a = a;
@@ -613,9 +638,8 @@ static int begin_trace(struct hp_drive *d, const struct hp_analysis *a)
 		snprintf(d->err, d->errlen, "no clock calibration in the trace (the run ended before it could be written)");
 		return -1;
 	}
-	d->hook_in = d->hook_out = 0;
-	if (!d->o->filter.raw)
-		hp_trace_hook_cost(&a->info, &d->hook_in, &d->hook_out);
+	if (hook_cost(d, a))
+		return -1;
 	if (!(d->sym = hp_symbols_for_trace(a->path, a->info.modules, a->info.nmodules, d->err, d->errlen)))
 		return -1;
 	d->began = 1;
@@ -1039,13 +1063,16 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	return rc;
 }
 
-void hp_drive_taken_out(const struct hp_drive *d, double *per_call_ns, double *own_ns)
+void hp_drive_taken_out(const struct hp_drive *d, struct hp_taken_out *t)
 {
-	*per_call_ns = (d->hook_in + d->hook_out) * d->tb.ns_per_tick;
 	uint64_t own = 0;
 	for (size_t i = 0; i < d->nts; i++)
 		own += d->ts[i].own;
-	*own_ns = (double)own * d->tb.ns_per_tick;
+	*t = (struct hp_taken_out){
+		.per_call_ns = (d->hook_in + d->hook_out) * d->tb.ns_per_tick,
+		.calibrated_ns = (d->calib_in + d->calib_out) * d->tb.ns_per_tick,
+		.own_ns = (double)own * d->tb.ns_per_tick,
+	};
 }
 
 const struct hp_fntab *hp_drive_fns(const struct hp_drive *d) { return &d->fns; }

@@ -77,11 +77,17 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 
 /* For views, while they run. */
 const struct hp_fntab *hp_drive_fns(const struct hp_drive *d);
-/* What was taken out of the times of the trace being read: a hook pair's
- * cost per call, and hookprof's own time (chunk switches) in all its
- * threads so far, in ns. 0 and 0 under --raw, and 0 per call for a trace
- * without calibration (before format 1.3, or no TSC). */
-void hp_drive_taken_out(const struct hp_drive *d, double *per_call_ns, double *own_ns);
+/* What was taken out of the times of the trace being read, in ns: a hook
+ * pair's cost per call (as calibrated in the run, raised to what the run's
+ * event spacing shows, hp_spacing.h), and hookprof's own time (chunk
+ * switches) in all its threads so far. All 0 under --raw; 0 per call for a
+ * trace without calibration (before format 1.3, or no TSC). */
+struct hp_taken_out {
+	double per_call_ns;
+	double calibrated_ns; /* the calibration's figure alone */
+	double own_ns;
+};
+void hp_drive_taken_out(const struct hp_drive *d, struct hp_taken_out *t);
 /* The threads seen so far, by id. */
 uint32_t hp_drive_nthreads(const struct hp_drive *d);
 struct hp_vthread *hp_drive_thread(const struct hp_drive *d, uint32_t id);

@@ -76,14 +76,27 @@ static size_t threads_of(const struct hp_trace_info *in)
 /* What the times shown leave out, so that nobody takes them for raw. */
 static void print_taken_out(FILE *out, const struct hp_drive *d)
 {
-	double per_call, own;
-	hp_drive_taken_out(d, &per_call, &own);
-	if (per_call > 0)
-		fprintf(out, "# times less hookprof's own: %.1f ns per call (measured in the run), "
-			"%.3f ms of buffer switches (--raw: as measured)\n", per_call, own / 1e6);
-	else if (own > 0)
+	struct hp_taken_out t;
+	hp_drive_taken_out(d, &t);
+	char how[96] = "measured in the run";
+	if (t.per_call_ns > t.calibrated_ns)
+		snprintf(how, sizeof(how), "%.1f calibrated in the run, more in its event spacing",
+			 t.calibrated_ns);
+	if (t.per_call_ns > 0)
+		fprintf(out, "# times less hookprof's own: %.1f ns per call (%s), "
+			"%.3f ms of buffer switches (--raw: as measured)\n", t.per_call_ns, how, t.own_ns / 1e6);
+	else if (t.own_ns > 0)
 		fprintf(out, "# times less hookprof's buffer switches (%.3f ms); its hooks' cost was "
-			"not measured in this run and is in them (--raw: as measured)\n", own / 1e6);
+			"not measured in this run and is in them (--raw: as measured)\n", t.own_ns / 1e6);
+}
+
+/* Durations shorter than the clock's step read as 0: a 0 ns minimum is
+ * the clock's, not the program's. */
+static void print_resolution(FILE *out, const struct hp_analysis *a)
+{
+	if (a->info.clock_step)
+		fprintf(out, "# the clock's step: %.1f ns (a call shorter than that can read 0 ns)\n",
+			a->info.clock_step * a->tb.ns_per_tick);
 }
 
 static void print_header(FILE *out, const struct hp_analysis *a)
@@ -195,6 +208,7 @@ static int trace_done_flat(struct hp_view *v, const struct hp_analysis *a, char 
 	if (!f->csv) {
 		print_header(out, a);
 		print_taken_out(out, v->d);
+		print_resolution(out, a);
 	}
 	if (!f->csv && v->opts->per == HP_PER_RUN)
 		fprintf(out, "# run %u: %s\n", f->ntr, a->path);

@@ -16,6 +16,7 @@
 #include "hp_format.h"
 #include "testkit.h"
 
+#include "../lib/hp_encode.h"
 #include "../symbolize/hp_drive.h"
 
 #define EVENTS(b, stream, count, ...)                                    \
@@ -83,6 +84,16 @@ static const struct hp_view_ops log_ops_in_time_order = {
 	.enter = log_enter, .exit = log_exit, .note = log_note,
 };
 
+/* Only the outermost frames, and how many frames came, for long streams. */
+static unsigned frames_seen;
+static int log_root_exit(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f)
+{
+	frames_seen++;
+	return f->depth ? 0 : log_exit(v, t, f);
+}
+
+static const struct hp_view_ops roots_ops = { .name = "log", .exit = log_root_exit };
+
 static const struct hp_view_ops *log_view = &log_ops;
 
 static const char *warned;
@@ -103,6 +114,7 @@ static int drive_with(int ntraces, const char *const *filters)
 	struct hp_view v = { .ops = log_view, .opts = &vo, .out = stdout };
 	char *paths[] = { path, path2 };
 	log_buf[0] = 0;
+	frames_seen = 0;
 	warned = NULL;
 	int rc = hp_drive(paths, ntraces, &o, &v, err, sizeof(err));
 	hp_filter_free(&o.filter);
@@ -237,6 +249,71 @@ START_TEST(test_hook_cost_of_hidden_calls)
 	own_time_trace(1, 2, 3);
 	DRIVE("exclude=0x20");
 	EXPECT("t100>0x10/0@100 t100>0x30/1@170 t100<0x30/1=8,8 t100<0x10/0=48,40+ ");
+}
+END_TEST
+
+/* Thread 100: A @100 { 600 calls of B, each `leaf` ticks long and `gap`
+ * after the one before } @20000, encoded by the runtime's encoder; the
+ * hook pair calibrated at 10 ticks inside and 10 outside. */
+static void loop_trace(uint64_t leaf, uint64_t gap)
+{
+	static struct hp_raw raw[1202];
+	uint64_t t = 100;
+	size_t n = 0;
+	raw[n++] = (struct hp_raw){ 0x10, t };
+	for (int i = 0; i < 600; i++) {
+		raw[n++] = (struct hp_raw){ 0x20, t += gap };
+		raw[n++] = (struct hp_raw){ 0x20 | HP_RAW_EXIT, t += leaf };
+	}
+	raw[n++] = (struct hp_raw){ 0x10 | HP_RAW_EXIT, 20000 };
+	struct hp_dict dict;
+	struct hp_enc_stream enc = { 0 };
+	ck_assert_int_eq(hp_dict_init(&dict), 0);
+	uint8_t *out = malloc(hp_encode_bound(n));
+	ck_assert_ptr_nonnull(out);
+	ssize_t len = hp_encode(&dict, &enc, raw, n, out);
+	ck_assert_int_gt(len, 0);
+	free(file.p);
+	memset(&file, 0, sizeof(file));
+	tk_header(&file);
+	process_rec(&file);
+	tk_calibration_rec(&file, HP_CALIBRATION_START, 1, 10, 10);
+	tk_clock_rec(&file, 0, 0);
+	tk_thread_rec(&file, 0, 100, "main");
+	tk_events_rec(&file, 0, (uint32_t)n, out, (size_t)len);
+	tk_end_rec(&file, n, 0, 1);
+	free(out);
+	hp_enc_stream_free(&enc);
+	hp_dict_free(&dict);
+}
+
+/* The run's spacing says a pair cost 15 inside and 14 outside, more than
+ * calibrated: B's 15 ticks are all hooks; A, of 19900, keeps 19900 - 9000
+ * in B - 15 of its own pair - 600 x 14 = 2485. */
+START_TEST(test_hook_cost_raised_to_the_runs_spacing)
+{
+	log_view = &roots_ops;
+	loop_trace(15, 14);
+	DRIVE(NULL);
+	EXPECT("t100<0x10/0=2485,2485+ ");
+	ck_assert_uint_eq(frames_seen, 601);
+	/* --raw: as measured */
+	DRIVE("raw=");
+	EXPECT("t100<0x10/0=19900,10900+ ");
+}
+END_TEST
+
+/* Spacings below the calibration leave it; spacings of twice it or more
+ * are real work (a program with no short function): the calibration. */
+START_TEST(test_hook_cost_spacing_within_bounds)
+{
+	log_view = &roots_ops;
+	loop_trace(8, 8); /* 19900 - 4800 - 10 - 6000 = 9090, B: 0 each */
+	DRIVE(NULL);
+	EXPECT("t100<0x10/0=9090,9090+ ");
+	loop_trace(25, 30); /* 19900 - 15000 - 10 - 6000 = -1110: 0, B: 15 each */
+	DRIVE(NULL);
+	EXPECT("t100<0x10/0=9000,0+ ");
 }
 END_TEST
 
@@ -463,6 +540,8 @@ static Suite *suite(void)
 	tcase_add_test(core, test_hook_cost_out_of_durations);
 	tcase_add_test(core, test_hook_cost_of_hidden_calls);
 	tcase_add_test(core, test_hook_cost_never_below_zero);
+	tcase_add_test(core, test_hook_cost_raised_to_the_runs_spacing);
+	tcase_add_test(core, test_hook_cost_spacing_within_bounds);
 	tcase_add_test(core, test_exclude_gives_time_to_caller);
 	tcase_add_test(core, test_depth_hides_deeper_calls);
 	tcase_add_test(core, test_min_sends_enters_late_in_order);
