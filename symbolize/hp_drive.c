@@ -102,6 +102,7 @@ struct hp_drive {
 	 * call's ticks, and outside, in its caller's; 0 with --raw. */
 	double hook_in, hook_out;
 	double calib_in, calib_out; /* as calibrated, before the run's spacing */
+	double root_span, root_dur;  /* outermost shown frames: measured, and shown */
 	uint32_t *gfn;          /* the trace's function id -> fns id */
 	size_t ngfn;
 	struct tstate *ts;      /* by stream */
@@ -439,7 +440,10 @@ static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, ui
 		.outermost = fr->outermost, .leaf = !fr->had_child, .lost = lost,
 	};
 	hp_opencount_sub(&s->open, fr->fn);
-	if (fr->up != NO_FRAME) {
+	if (fr->up == NO_FRAME) {
+		d->root_span += (double)frame_span(fr, tick);
+		d->root_dur += dur;
+	} else {
 		s->f[fr->up].child += dur;
 		s->f[fr->up].child_span += frame_span(fr, tick);
 		s->f[fr->up].kids += fr->hooked;
@@ -617,6 +621,7 @@ static double paid_in_run(double calibrated, int measured, double spacing)
 static int hook_cost(struct hp_drive *d, const struct hp_analysis *a)
 {
 	d->hook_in = d->hook_out = d->calib_in = d->calib_out = 0;
+	d->root_span = d->root_dur = 0;
 	if (d->o->filter.raw || !hp_trace_hook_cost(&a->info, &d->calib_in, &d->calib_out))
 		return 0;
 	struct hp_spacing_cost c;
@@ -1072,6 +1077,8 @@ void hp_drive_taken_out(const struct hp_drive *d, struct hp_taken_out *t)
 		.per_call_ns = (d->hook_in + d->hook_out) * d->tb.ns_per_tick,
 		.calibrated_ns = (d->calib_in + d->calib_out) * d->tb.ns_per_tick,
 		.own_ns = (double)own * d->tb.ns_per_tick,
+		.measured_ns = d->root_span * d->tb.ns_per_tick,
+		.shown_ns = d->root_dur * d->tb.ns_per_tick,
 	};
 }
 

@@ -86,6 +86,9 @@ struct hp_taken_out {
 	double per_call_ns;
 	double calibrated_ns; /* the calibration's figure alone */
 	double own_ns;
+	/* The outermost shown calls' time, measured and shown: what is left
+	 * of the run once hookprof's share is out. */
+	double measured_ns, shown_ns;
 };
 void hp_drive_taken_out(const struct hp_drive *d, struct hp_taken_out *t);
 /* The threads seen so far, by id. */

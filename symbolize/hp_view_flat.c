@@ -88,6 +88,12 @@ static void print_taken_out(FILE *out, const struct hp_drive *d)
 	else if (t.own_ns > 0)
 		fprintf(out, "# times less hookprof's buffer switches (%.3f ms); its hooks' cost was "
 			"not measured in this run and is in them (--raw: as measured)\n", t.own_ns / 1e6);
+	/* A high share also says the instrumented code differs from the plain
+	 * build's in ways no correction undoes (docs/performance.md). */
+	if (t.measured_ns > 0 && t.shown_ns < t.measured_ns)
+		fprintf(out, "# hookprof's share of the time measured: %.0f%%, taken out; the higher it is, "
+			"the more the instrumented program differs from the plain one\n",
+			100 * (1 - t.shown_ns / t.measured_ns));
 }
 
 /* Durations shorter than the clock's step read as 0: a 0 ns minimum is

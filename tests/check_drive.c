@@ -92,7 +92,17 @@ static int log_root_exit(struct hp_view *v, struct hp_vthread *t, const struct h
 	return f->depth ? 0 : log_exit(v, t, f);
 }
 
-static const struct hp_view_ops roots_ops = { .name = "log", .exit = log_root_exit };
+static struct hp_taken_out taken;
+static int keep_taken_out(struct hp_view *v, const struct hp_analysis *a, char *e, size_t n)
+{
+	(void)a, (void)e, (void)n;
+	hp_drive_taken_out(v->d, &taken);
+	return 0;
+}
+
+static const struct hp_view_ops roots_ops = {
+	.name = "log", .exit = log_root_exit, .trace_done = keep_taken_out,
+};
 
 static const struct hp_view_ops *log_view = &log_ops;
 
@@ -297,6 +307,10 @@ START_TEST(test_hook_cost_raised_to_the_runs_spacing)
 	DRIVE(NULL);
 	EXPECT("t100<0x10/0=2485,2485+ ");
 	ck_assert_uint_eq(frames_seen, 601);
+	ck_assert_double_eq(taken.per_call_ns, 29);
+	ck_assert_double_eq(taken.calibrated_ns, 20);
+	ck_assert_double_eq(taken.measured_ns, 19900);
+	ck_assert_double_eq(taken.shown_ns, 2485);
 	/* --raw: as measured */
 	DRIVE("raw=");
 	EXPECT("t100<0x10/0=19900,10900+ ");

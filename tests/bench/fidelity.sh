@@ -67,15 +67,15 @@ normalize() {
 	awk -F'\t' '{ sub(/\(.*/, "", $1); v[$1] += $2; sum += $2 }
 		END { for (f in v) if (sum > 0) printf "%s\t%.2f\n", f, 100 * v[f] / sum }'
 }
-perf_shares() { # PROG RUN
-	local p=$1 data=$work/$1.$2.perf
+perf_shares() { # PROG RUN BUILD [ENV...]: shares of the program's own code
+	local p=$1 b=$3 data=$work/$1.$2.$3.perf
 	wrap=(perf record -q -e cpu-clock -F 10000 -o "$data")
-	run "$p" plain
+	run "$p" "$b" "${@:4}"
 	local rc=$?
 	wrap=()
 	[ $rc = 0 ] || return 1
 	perf report -i "$data" --stdio --no-children --sort dso,sym 2>/dev/null |
-		awk -v dso="$p.plain" '$1 ~ /%$/ && $2 == dso && $3 == "[.]" {
+		awk -v dso="$p.$b" '$1 ~ /%$/ && $2 == dso && $3 == "[.]" {
 			pct = $1; sub(/%/, "", pct); $1 = $2 = $3 = ""; sub(/^ +/, ""); print $0 "\t" pct }' |
 		normalize
 }
@@ -97,7 +97,9 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)
 share_of() { awk -F'\t' -v f="$2" '$1 == f { print $2 }' "$1"; }
 
 printf '\n== fidelity: share of self time (%%), perf sampling of an uninstrumented build vs hookprof, median of %s runs\n' "$runs"
-printf '%-9s %-34s %7s %7s %7s %7s\n' program function perf raw comp "comp-perf"
+printf '(noop, on: perf sampling of the instrumented build, with empty hooks and with hookprof: what\n'
+printf ' the hooks change in the program'"'"'s own code, which no compensation can take out)\n'
+printf '%-9s %-34s %7s %7s %7s %7s %7s %9s\n' program function perf noop on raw comp "comp-perf"
 for p in "${progs[@]}"; do
 	build "$p" || { note "$p: cannot build"; continue; }
 	plain_ns=()
@@ -105,7 +107,13 @@ for p in "${progs[@]}"; do
 		t0=$(date +%s%N)
 		run "$p" plain
 		plain_ns+=($(($(date +%s%N) - t0)))
-		perf_shares "$p" "$r" >"$work/$p.$r.perf.txt" || note "$p: perf failed"
+		perf_shares "$p" "$r" plain >"$work/$p.$r.perf.txt" || note "$p: perf failed"
+		# the instrumented build under perf, with glibc's empty hooks and
+		# with hookprof's: what the hooks change in the program's own code
+		perf_shares "$p" "$r" hooks >"$work/$p.$r.noop" || note "$p: perf failed"
+		perf_shares "$p" "$r" hooks HOOKPROF_OUTPUT="$work/perf.hookprof" LD_PRELOAD="$lib" \
+			>"$work/$p.$r.on" || note "$p: perf failed"
+		rm -f "$work/perf.hookprof"
 		hookprof_shares "$p" "$r" || note "$p: hookprof failed"
 	done
 	# the top 6 functions by perf's median share
@@ -113,10 +121,11 @@ for p in "${progs[@]}"; do
 		printf '%s\t%s\n' "$f" "$(for ((r = 1; r <= runs; r++)); do share_of "$work/$p.$r.perf.txt" "$f"; done | median)"
 	done | sort -t$'\t' -k2,2gr | head -n 6 >"$work/$p.top"
 	while IFS=$'\t' read -r f perf_share; do
-		raw=$(for ((r = 1; r <= runs; r++)); do share_of "$work/$p.$r.raw" "$f"; done | median)
-		comp=$(for ((r = 1; r <= runs; r++)); do share_of "$work/$p.$r.comp" "$f"; done | median)
-		printf '%-9s %-34.34s %7.2f %7.2f %7.2f %+7.2f\n' "$p" "$f" "$perf_share" "${raw:-0}" "${comp:-0}" \
-			"$(awk -v a="${comp:-0}" -v b="$perf_share" 'BEGIN { print a - b }')"
+		for k in noop on raw comp; do
+			printf -v "$k" '%s' "$(for ((r = 1; r <= runs; r++)); do share_of "$work/$p.$r.$k" "$f"; done | median)"
+		done
+		printf '%-9s %-34.34s %7.2f %7.2f %7.2f %7.2f %7.2f %+9.2f\n' "$p" "$f" "$perf_share" "${noop:-0}" \
+			"${on:-0}" "${raw:-0}" "${comp:-0}" "$(awk -v a="${comp:-0}" -v b="$perf_share" 'BEGIN { print a - b }')"
 	done <"$work/$p.top"
 	plain=$(printf '%s\n' "${plain_ns[@]}" | median)
 	main=$(cat "$work/$p".*.main 2>/dev/null | median)

@@ -26,9 +26,13 @@ fidelity_checks() { # LABEL MODE BIN
 	"$HP" report "$TRACE" >"$DIR/table" 2>&1
 	check "$label: report's header says what was taken out" "$(brief "$DIR/table")" \
 		grep -Eq "^# times less hookprof's own: [0-9.]+ ns per call" "$DIR/table"
+	check "$label: report's header gives hookprof's share of the time measured" "$(brief "$DIR/table")" \
+		grep -Eq "^# hookprof's share of the time measured: ([0-9]|[1-9][0-9]|100)%, taken out" "$DIR/table"
+	check "$label: report's header gives the clock's step" "$(brief "$DIR/table")" \
+		grep -Eq "^# the clock's step: [0-9.]+ ns" "$DIR/table"
 	"$HP" report --raw "$TRACE" >"$DIR/raw-table" 2>&1
 	check "$label: --raw: no such line" "$(brief "$DIR/raw-table")" \
-		bash -c "! grep -q 'times less' '$DIR/raw-table'"
+		bash -c "! grep -Eq 'times less|share of the time' '$DIR/raw-table'"
 	report "$label --raw" --raw "$TRACE" || return
 	cp "$TSV" "$DIR/raw.tsv"
 	report "$label" "$TRACE" || return
