@@ -29,6 +29,7 @@
 #include "hp_procs.h"
 #include "hp_progress.h"
 #include "hp_report.h"
+#include "hp_spacing.h"
 #include "hp_symbols.h"
 #include "hp_view.h"
 #include "hp_viewcmd.h"
@@ -801,6 +802,24 @@ static void print_clock(const struct hp_analysis *a)
 		printf("resolution not in the trace (1 tick = %.3f ns)\n", a->tb.ns_per_tick);
 }
 
+/* The run's own spacing, where it shows more than the calibration: what
+ * the reader takes out (hp_spacing.h). */
+static void print_spacing(const struct hp_analysis *a)
+{
+	double in, out;
+	struct hp_spacing_cost c;
+	char err[512];
+	if (!hp_trace_hook_cost(&a->info, &in, &out) ||
+	    hp_spacing_measure(a->path, 2 * in, 2 * out, &c, err, sizeof(err)))
+		return;
+	double ns = a->tb.ns_per_tick;
+	in = c.has_inside && c.inside > in ? c.inside : in;
+	out = c.has_outside && c.outside > out ? c.outside : out;
+	printf("; in the run's event spacing %.1f ns per call (%.1f in the callee, %.1f in its caller; "
+	       "%llu short calls, %llu gaps)", (in + out) * ns, in * ns, out * ns,
+	       (unsigned long long)c.inside_calls, (unsigned long long)c.outside_gaps);
+}
+
 /* What a hook pair cost, as the run measured it at its start and end. */
 static void print_hook_cost(const struct hp_analysis *a)
 {
@@ -816,6 +835,8 @@ static void print_hook_cost(const struct hp_analysis *a)
 		       c->inside * a->tb.ns_per_tick, c->outside * a->tb.ns_per_tick, c->pairs);
 		any = 1;
 	}
+	if (any)
+		print_spacing(a);
 	printf(any ? ", taken out of the times shown\n"
 		   : "hooks:    cost not measured in this trace: times include it\n");
 }

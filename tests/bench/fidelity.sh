@@ -76,7 +76,8 @@ perf_shares() { # PROG RUN BUILD [ENV...]: shares of the program's own code
 	[ $rc = 0 ] || return 1
 	perf report -i "$data" --stdio --no-children --sort dso,sym 2>/dev/null |
 		awk -v dso="$p.$b" '$1 ~ /%$/ && $2 == dso && $3 == "[.]" {
-			pct = $1; sub(/%/, "", pct); $1 = $2 = $3 = ""; sub(/^ +/, ""); print $0 "\t" pct }' |
+			pct = $1; sub(/%/, "", pct); $1 = $2 = $3 = ""; sub(/^ +/, "")
+			if ($0 !~ /@plt$/) print $0 "\t" pct }' | # calls into the hooks: not the program
 		normalize
 }
 hookprof_shares() { # PROG RUN: raw and compensated, as RAW/COMP files
