@@ -80,9 +80,9 @@ perf_shares() { # PROG RUN BUILD [ENV...]: shares of the program's own code
 			if ($0 !~ /@plt$/) print $0 "\t" pct }' | # calls into the hooks: not the program
 		normalize
 }
-hookprof_shares() { # PROG RUN: raw and compensated, as RAW/COMP files
+hookprof_shares() { # PROG TAG [ENV...]: raw and compensated, as TAG.raw/.comp/.main files
 	local p=$1 tr=$work/$1.$2.hookprof
-	run "$p" hooks HOOKPROF_OUTPUT="$tr" LD_PRELOAD="$lib" || return 1
+	run "$p" hooks HOOKPROF_OUTPUT="$tr" LD_PRELOAD="$lib" "${@:3}" || return 1
 	local opt
 	for opt in raw comp; do
 		"$hookprof" report --format=csv $([ $opt = raw ] && echo --raw) "$tr" 2>/dev/null |
@@ -97,6 +97,7 @@ hookprof_shares() { # PROG RUN: raw and compensated, as RAW/COMP files
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 share_of() { awk -F'\t' -v f="$2" '$1 == f { print $2 }' "$1"; }
 
+declare -A plain_of
 printf '\n== fidelity: share of self time (%%), perf sampling of an uninstrumented build vs hookprof, median of %s runs\n' "$runs"
 printf '(noop, on: perf sampling of the instrumented build, with empty hooks and with hookprof: what\n'
 printf ' the hooks change in the program'"'"'s own code, which no compensation can take out)\n'
@@ -129,10 +130,46 @@ for p in "${progs[@]}"; do
 			"${on:-0}" "${raw:-0}" "${comp:-0}" "$(awk -v a="${comp:-0}" -v b="$perf_share" 'BEGIN { print a - b }')"
 	done <"$work/$p.top"
 	plain=$(printf '%s\n' "${plain_ns[@]}" | median)
+	plain_of[$p]=$plain
 	main=$(cat "$work/$p".*.main 2>/dev/null | median)
 	[ -n "$main" ] && [ -n "$plain" ] &&
 		printf '%-9s %-34s %7s %7s %7.1f ms (uninstrumented run %.1f ms: %+.1f%%)\n' "$p" "main's total, compensated" "" "" \
 			"$(awk -v m="$main" 'BEGIN { print m / 1e6 }')" "$(awk -v m="$plain" 'BEGIN { print m / 1e6 }')" \
 			"$(awk -v m="$main" -v u="$plain" 'BEGIN { print 100 * (m - u) / u }')"
+done
+# ---- where the rest comes from -------------------------------------------
+# The same measurement with the writer kept off the program's way (ring
+# mode: nothing is written until the exit, and the shares are of the last
+# 8 MiB of events, which wrap over and over: a buffer holding the whole run
+# would add its first-touch page faults instead) and with the writer on the
+# program's own core (taskset -c 0); and
+# for leaf, the calls of leaf excluded (HOOKPROF_EXCLUDE): their hooks
+# still run, and what they cost stays in middle. FIDELITY_SOURCES=0 leaves
+# it out.
+[ "${FIDELITY_SOURCES:-1}" = 0 ] && exit 0
+printf '\n== fidelity: where the rest comes from (compensated shares, %%, and main'"'"'s total against the uninstrumented run)\n'
+printf '%-9s %-28s %-34s %7s %7s\n' program variant function perf comp
+variant() { # PROG TAG NAME [ENV...]: one line per top function, one for main
+	local p=$1 tag=$2 name=$3 f perf_share comp main
+	for ((r = 1; r <= runs; r++)); do
+		hookprof_shares "$p" "$tag.$r" "${@:4}" || note "$p: hookprof failed ($name)"
+	done
+	wrap=()
+	head -n 2 "$work/$p.top" | while IFS=$'\t' read -r f perf_share; do
+		comp=$(for ((r = 1; r <= runs; r++)); do share_of "$work/$p.$tag.$r.comp" "$f"; done | median)
+		printf '%-9s %-28s %-34.34s %7.2f %7.2f\n' "$p" "$name" "$f" "$perf_share" "${comp:-0}"
+	done
+	main=$(cat "$work/$p.$tag".*.main 2>/dev/null | median)
+	[ "$tag" != ring ] && [ -n "$main" ] && [ -n "${plain_of[$p]:-}" ] &&
+		printf '%-9s %-28s %-34s %7s %+6.1f%%\n' "$p" "$name" "main's total" "" \
+			"$(awk -v m="$main" -v u="${plain_of[$p]}" 'BEGIN { print 100 * (m - u) / u }')"
+}
+for p in synth minigzip leaf; do
+	[ -r "$work/$p.top" ] || continue
+	variant "$p" stream "stream (the default)"
+	variant "$p" ring "ring, writer idle in the run" HOOKPROF_MODE=ring
+	wrap=(taskset -c 0)
+	variant "$p" onecore "writer on the program's core"
+	[ "$p" = leaf ] && variant "$p" exclude "leaf excluded" HOOKPROF_EXCLUDE='^leaf$'
 done
 exit 0
