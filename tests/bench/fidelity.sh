@@ -109,11 +109,14 @@ printf ' the hooks change in the program'"'"'s own code, which no compensation c
 printf '%-9s %-34s %7s %7s %7s %7s %7s %9s\n' program function perf noop on raw comp "comp-perf"
 for p in "${progs[@]}"; do
 	build "$p" || { note "$p: cannot build"; continue; }
-	plain_ns=()
+	plain_ns=() noop_ns=()
 	for ((r = 1; r <= runs; r++)); do
 		t0=$(date +%s%N)
 		run "$p" plain
-		plain_ns+=($(($(date +%s%N) - t0)))
+		t1=$(date +%s%N)
+		run "$p" hooks # glibc's empty hooks
+		plain_ns+=($((t1 - t0)))
+		noop_ns+=($(($(date +%s%N) - t1)))
 		perf_shares "$p" "$r" plain >"$work/$p.$r.perf.txt" || note "$p: perf failed"
 		# the instrumented build under perf, with glibc's empty hooks and
 		# with hookprof's: what the hooks change in the program's own code
@@ -135,13 +138,17 @@ for p in "${progs[@]}"; do
 			"${on:-0}" "${raw:-0}" "${comp:-0}" "$(awk -v a="${comp:-0}" -v b="$perf_share" 'BEGIN { print a - b }')"
 	done <"$work/$p.top"
 	plain=$(printf '%s\n' "${plain_ns[@]}" | median)
+	noop=$(printf '%s\n' "${noop_ns[@]}" | median)
 	plain_of[$p]=$plain
 	main=$(cat "$work/$p".*.main 2>/dev/null | median)
 	[ -n "${skip[$p]:-}" ] && main= # its main waits: its total is the run's wall time
 	[ -n "$main" ] && [ -n "$plain" ] &&
-		printf '%-9s %-34s %7s %7s %7.1f ms (uninstrumented run %.1f ms: %+.1f%%)\n' "$p" "main's total, compensated" "" "" \
-			"$(awk -v m="$main" 'BEGIN { print m / 1e6 }')" "$(awk -v m="$plain" 'BEGIN { print m / 1e6 }')" \
-			"$(awk -v m="$main" -v u="$plain" 'BEGIN { print 100 * (m - u) / u }')"
+		printf '%-9s %-34s %7.1f ms (uninstrumented run %.1f ms: %+.1f%%; with empty hooks %.1f ms: %+.1f%%)\n' \
+			"$p" "main's total, compensated" "$(awk -v m="$main" 'BEGIN { print m / 1e6 }')" \
+			"$(awk -v m="$plain" 'BEGIN { print m / 1e6 }')" \
+			"$(awk -v m="$main" -v u="$plain" 'BEGIN { print 100 * (m - u) / u }')" \
+			"$(awk -v m="$noop" 'BEGIN { print m / 1e6 }')" \
+			"$(awk -v m="$main" -v u="$noop" 'BEGIN { print 100 * (m - u) / u }')"
 done
 # ---- where the rest comes from -------------------------------------------
 # The same measurement with the writer kept off the program's way (ring
