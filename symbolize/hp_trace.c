@@ -512,7 +512,8 @@ static int read_module_records(struct hp_reader *r, struct hp_trace_info *map, c
 	while ((rc = next_record_but_events(r, &type, &payload, &size, err, errlen)) == 1) {
 		if (type == HP_REC_END)
 			return 0;
-		if ((type == HP_REC_MODULES || type == HP_REC_MODULES_AT || type == HP_REC_CLOCK) &&
+		if ((type == HP_REC_MODULES || type == HP_REC_MODULES_AT || type == HP_REC_CLOCK ||
+		     type == HP_REC_CALIBRATION) &&
 		    hp_trace_info_add(map, type, payload, size, err, errlen))
 			return -1;
 	}
@@ -545,6 +546,11 @@ int hp_trace_read_module_map(const char *path, struct hp_trace_info *info, char 
 		info->ahead_ns[i] = map.clock_ns[i];
 	}
 	info->nahead = map.nclocks;
+	/* The end's calibration too: the driver takes a hook pair's cost out
+	 * from the first event on (reading it again later changes nothing). */
+	for (int i = HP_CALIBRATION_START; i <= HP_CALIBRATION_END; i++)
+		if (map.calib[i].pairs)
+			info->calib[i] = map.calib[i];
 	return 0;
 }
 

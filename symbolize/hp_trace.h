@@ -190,8 +190,10 @@ void hp_trace_info_free(struct hp_trace_info *info);
  * Reads the whole module map of the trace at path (every MODULES and
  * MODULES_AT record up to END) into info, before its events are decoded:
  * which object an address named at a given tick needs the snapshots written
- * after it too. The CLOCK records go to info's ahead_* fields. 0; -1 if the file cannot be read to its end, with info
- * unchanged (reading it record by record then meets the same error).
+ * after it too. The CLOCK records go to info's ahead_* fields, the
+ * CALIBRATION records to calib. 0; -1 if the file cannot be read to its
+ * end, with info unchanged (reading it record by record then meets the
+ * same error).
  */
 int hp_trace_read_module_map(const char *path, struct hp_trace_info *info, char *err,
 			     size_t errlen);

@@ -30,6 +30,9 @@ static char dir[PATH_MAX];
 static char path[PATH_MAX + 64], path2[PATH_MAX + 64];
 static char err[1024];
 static struct tk_bytes file;
+/* own_time_trace with end_pairs: a calibration at the end too, after the events. */
+static uint32_t end_pairs;
+static uint64_t end_inside, end_outside;
 
 /* ---- a view that writes down what it is handed ------------------------- */
 
@@ -148,6 +151,7 @@ static void setup(void)
 	memset(&file, 0, sizeof(file));
 	err[0] = 0;
 	log_view = &log_ops;
+	end_pairs = 0;
 }
 
 static void teardown(void)
@@ -213,6 +217,8 @@ static void own_time_trace(uint32_t pairs, uint64_t inside, uint64_t outside)
 	tk_thread_rec(&file, 0, 100, "main");
 	EVENTS(&file, 0, 6, 0x43, 0x10, 0x43, 0x20, 0x43, 0x30, 0x00, 0x64, 0x01, 0x0a, 0x4e, 0x50,
 	       0x8a, 0x02, 0x0a, 0x8a, 0x94);
+	if (end_pairs)
+		tk_calibration_rec(&file, HP_CALIBRATION_END, end_pairs, end_inside, end_outside);
 	tk_end_rec(&file, 6, 0, 1);
 }
 
@@ -230,8 +236,8 @@ END_TEST
  * 2 each, a loses its own 2 and 5 per call below it. */
 START_TEST(test_hook_cost_out_of_durations)
 {
+	end_pairs = 10, end_inside = 20, end_outside = 30;
 	own_time_trace(10, 20, 30);
-	tk_calibration_rec(&file, HP_CALIBRATION_END, 10, 20, 30);
 	DRIVE(NULL);
 	EXPECT("t100>0x10/0@100 t100>0x20/1@110 t100<0x20/1=8,8 t100>0x30/1@170 "
 	       "t100<0x30/1=8,8 t100<0x10/0=48,32+ ");
@@ -239,6 +245,18 @@ START_TEST(test_hook_cost_out_of_durations)
 	DRIVE("raw=");
 	EXPECT("t100>0x10/0@100 t100>0x20/1@110 t100<0x20/1=50,50 t100>0x30/1@170 "
 	       "t100<0x30/1=10,10 t100<0x10/0=100,40+ ");
+}
+END_TEST
+
+/* The end's calibration, after the events, counts from the first event:
+ * 2 and 3 at the start, 4 and 5 at the end, 3 and 4 taken out. */
+START_TEST(test_hook_cost_of_both_calibrations)
+{
+	end_pairs = 10, end_inside = 40, end_outside = 50;
+	own_time_trace(10, 20, 30);
+	DRIVE(NULL);
+	EXPECT("t100>0x10/0@100 t100>0x20/1@110 t100<0x20/1=7,7 t100>0x30/1@170 "
+	       "t100<0x30/1=7,7 t100<0x10/0=43,29+ ");
 }
 END_TEST
 
@@ -552,6 +570,7 @@ static Suite *suite(void)
 	tcase_add_test(core, test_every_call_unfiltered);
 	tcase_add_test(core, test_own_time_out_of_durations);
 	tcase_add_test(core, test_hook_cost_out_of_durations);
+	tcase_add_test(core, test_hook_cost_of_both_calibrations);
 	tcase_add_test(core, test_hook_cost_of_hidden_calls);
 	tcase_add_test(core, test_hook_cost_never_below_zero);
 	tcase_add_test(core, test_hook_cost_raised_to_the_runs_spacing);
