@@ -10,7 +10,6 @@
  */
 #define _GNU_SOURCE
 #include "hp_drive.h"
-#include "hp_spacing.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -25,6 +24,7 @@
 #include "hp_opencount.h"
 #include "hp_pause.h"
 #include "hp_regions.h"
+#include "hp_spacing.h"
 
 #define NO_FRAME UINT32_MAX
 
@@ -608,27 +608,20 @@ static int keep_process_name(struct hp_drive *d, const struct hp_analysis *a)
 	return 0;
 }
 
-/* The calibrated cost, raised to what the run's own spacing shows, up to
- * twice the calibration: with no short function in the program, the
- * shortest spacing holds real work, of which nothing is known. */
-static double paid_in_run(double calibrated, int measured, double spacing)
-{
-	if (!measured || spacing <= calibrated)
-		return calibrated;
-	return spacing < 2 * calibrated ? spacing : 2 * calibrated;
-}
-
+/* The calibrated cost, raised to what the run's own spacing shows where it
+ * shows more (hp_spacing.h): only functions spaced less than twice the
+ * calibration witness, so that a program with no short function, whose
+ * shortest spacings hold real work, keeps the calibration. */
 static int hook_cost(struct hp_drive *d, const struct hp_analysis *a)
 {
 	d->hook_in = d->hook_out = d->calib_in = d->calib_out = 0;
-	d->root_span = d->root_dur = 0;
 	if (d->o->filter.raw || !hp_trace_hook_cost(&a->info, &d->calib_in, &d->calib_out))
 		return 0;
 	struct hp_spacing_cost c;
 	if (hp_spacing_measure(a->path, 2 * d->calib_in, 2 * d->calib_out, &c, d->err, d->errlen))
 		return -1;
-	d->hook_in = paid_in_run(d->calib_in, c.has_inside, c.inside);
-	d->hook_out = paid_in_run(d->calib_out, c.has_outside, c.outside);
+	d->hook_in = c.has_inside && c.inside > d->calib_in ? c.inside : d->calib_in;
+	d->hook_out = c.has_outside && c.outside > d->calib_out ? c.outside : d->calib_out;
 	return 0;
 }
 
@@ -643,6 +636,7 @@ static int begin_trace(struct hp_drive *d, const struct hp_analysis *a)
 		snprintf(d->err, d->errlen, "no clock calibration in the trace (the run ended before it could be written)");
 		return -1;
 	}
+	d->root_span = d->root_dur = 0;
 	if (hook_cost(d, a))
 		return -1;
 	if (!(d->sym = hp_symbols_for_trace(a->path, a->info.modules, a->info.nmodules, d->err, d->errlen)))
