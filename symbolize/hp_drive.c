@@ -19,6 +19,7 @@
 
 #include <sys/stat.h>
 
+#include "hp_carry.h"
 #include "hp_merge.h"
 #include "hp_format.h"
 #include "hp_opencount.h"
@@ -58,6 +59,7 @@ struct tstate {
 	 * timeline (threads stay aligned in time), but out of the self time of
 	 * the frame it fell in, and so of every duration around it */
 	uint64_t own;
+	struct hp_carry carry;    /* time below 0, owed by functions (hp_carry.h) */
 	uint64_t last_tick;
 	int wanted;         /* the thread filter lets it through */
 };
@@ -416,8 +418,10 @@ static uint64_t frame_span(const struct dframe *fr, uint64_t tick)
  * A shown frame's self time in ticks, less hookprof's: the own time that
  * fell in it (chunk switches), the inside part of its own hook pair, the
  * outside part of each shown callee's, and both parts of each hidden call
- * it stands for. Never below 0. Its time is then that plus its shown
- * callees' times, so that self times always add up to the roots' times.
+ * it stands for. It can come out below 0 (the clock's step; a call shorter
+ * than its hooks' mean cost): send_exit shows at least 0 and carries the
+ * rest (hp_carry.h). Its time is then that plus its shown callees' times,
+ * so that self times always add up to the roots' times.
  */
 static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t tick)
 {
@@ -425,13 +429,16 @@ static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint
 	double measured = (double)(span > fr->child_span ? span - fr->child_span : 0) - (double)fr->own;
 	double hooks = (fr->hooked ? d->hook_in : 0) + fr->kids * d->hook_out +
 		       fr->hidden * (d->hook_in + d->hook_out);
-	return measured > hooks ? measured - hooks : 0;
+	return measured - hooks;
 }
 
 static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t tick,
 		     int lost)
 {
-	double self = frame_self(d, fr, tick), dur = self + fr->child;
+	double self;
+	if (hp_carry_settle(&s->carry, fr->fn, frame_self(d, fr, tick), &self))
+		return -1;
+	double dur = self + fr->child;
 	struct hp_vframe vf = {
 		.fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
 		.end = ns_at(d, tick >= fr->start ? tick : fr->start),
@@ -531,7 +538,7 @@ static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 		return 0;
 	}
 	if (d->o->filter.min_ns && !fr->sent) {
-		double dur = frame_self(d, fr, tick) + fr->child;
+		double self = frame_self(d, fr, tick), dur = (self > 0 ? self : 0) + fr->child;
 		if ((double)dur * d->tb.ns_per_tick < d->o->filter.min_ns)
 			return 0;
 		if (send_pending(d, s, i))
@@ -752,6 +759,7 @@ static void forget_trace(struct hp_drive *d)
 	for (size_t i = 0; i < d->nts; i++) {
 		free(d->ts[i].f);
 		hp_opencount_free(&d->ts[i].open);
+		hp_carry_free(&d->ts[i].carry);
 	}
 	free(d->ts);
 	d->ts = NULL;

@@ -280,10 +280,11 @@ START_TEST(test_hook_cost_of_hidden_calls)
 }
 END_TEST
 
-/* Thread 100: A @100 { 600 calls of B, each `leaf` ticks long and `gap`
- * after the one before } @20000, encoded by the runtime's encoder; the
- * hook pair calibrated at 10 ticks inside and 10 outside. */
-static void loop_trace(uint64_t leaf, uint64_t gap)
+/* Thread 100: A @100 { 600 calls of B, `leaf` ticks long (the odd ones
+ * `odd`), each `gap` after the one before } @20000, encoded by the
+ * runtime's encoder; the hook pair calibrated at 10 ticks inside and 10
+ * outside. */
+static void loop_trace_odd(uint64_t leaf, uint64_t odd, uint64_t gap)
 {
 	static struct hp_raw raw[1202];
 	uint64_t t = 100;
@@ -291,7 +292,7 @@ static void loop_trace(uint64_t leaf, uint64_t gap)
 	raw[n++] = (struct hp_raw){ 0x10, t };
 	for (int i = 0; i < 600; i++) {
 		raw[n++] = (struct hp_raw){ 0x20, t += gap };
-		raw[n++] = (struct hp_raw){ 0x20 | HP_RAW_EXIT, t += leaf };
+		raw[n++] = (struct hp_raw){ 0x20 | HP_RAW_EXIT, t += i % 2 ? odd : leaf };
 	}
 	raw[n++] = (struct hp_raw){ 0x10 | HP_RAW_EXIT, 20000 };
 	struct hp_dict dict;
@@ -314,6 +315,8 @@ static void loop_trace(uint64_t leaf, uint64_t gap)
 	hp_enc_stream_free(&enc);
 	hp_dict_free(&dict);
 }
+
+static void loop_trace(uint64_t leaf, uint64_t gap) { loop_trace_odd(leaf, leaf, gap); }
 
 /* The run's spacing says a pair cost 15 inside and 14 outside, more than
  * calibrated: B's 15 ticks are all hooks; A, of 19900, keeps 19900 - 9000
@@ -346,6 +349,20 @@ START_TEST(test_hook_cost_spacing_within_bounds)
 	loop_trace(25, 30); /* 19900 - 15000 - 10 - 6000 = -1110: 0, B: 15 each */
 	DRIVE(NULL);
 	EXPECT("t100<0x10/0=9000,0+ ");
+}
+END_TEST
+
+/* B's calls read 8 and 16 ticks (the clock's step), 12 on average: all
+ * hooks (the run's spacing). Clamped one by one at 0 they would show 4 in
+ * every other call, 1200 in all; carried, B shows 0 and A keeps
+ * 19900 - 7200 in B - 12 - 600 x 10 = 6688. */
+START_TEST(test_time_below_zero_carried_to_the_next_calls)
+{
+	log_view = &roots_ops;
+	loop_trace_odd(8, 16, 9);
+	DRIVE(NULL);
+	EXPECT("t100<0x10/0=6688,6688+ ");
+	ck_assert_double_eq(taken.per_call_ns, 22);
 }
 END_TEST
 
@@ -575,6 +592,7 @@ static Suite *suite(void)
 	tcase_add_test(core, test_hook_cost_never_below_zero);
 	tcase_add_test(core, test_hook_cost_raised_to_the_runs_spacing);
 	tcase_add_test(core, test_hook_cost_spacing_within_bounds);
+	tcase_add_test(core, test_time_below_zero_carried_to_the_next_calls);
 	tcase_add_test(core, test_exclude_gives_time_to_caller);
 	tcase_add_test(core, test_depth_hides_deeper_calls);
 	tcase_add_test(core, test_min_sends_enters_late_in_order);

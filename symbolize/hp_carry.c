@@ -1,0 +1,65 @@
+/*
+ * hp_carry.c - time below 0 carried to a function's next calls
+ * (hp_carry.h): an open-addressing table, linear probing, load at most one
+ * half; entries stay (a function owes until it pays).
+ */
+#include "hp_carry.h"
+
+#include <stdlib.h>
+
+#define SLOTS_MIN 64
+
+static size_t slot_of(const struct hp_carry *c, uint32_t key)
+{
+	size_t i = (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 32) & (c->cap - 1);
+	while (c->slot[i].key && c->slot[i].key != key)
+		i = (i + 1) & (c->cap - 1);
+	return i;
+}
+
+static int grow(struct hp_carry *c)
+{
+	struct hp_carry old = *c;
+	size_t cap = old.cap ? 2 * old.cap : SLOTS_MIN;
+	struct hp_carry_slot *slot = calloc(cap, sizeof(*slot));
+	if (!slot)
+		return -1;
+	c->slot = slot;
+	c->cap = cap;
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.slot[i].key)
+			c->slot[slot_of(c, old.slot[i].key)] = old.slot[i];
+	free(old.slot);
+	return 0;
+}
+
+double hp_carry_owed(const struct hp_carry *c, uint32_t fn)
+{
+	return c->cap ? c->slot[slot_of(c, fn + 1)].owed : 0;
+}
+
+int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown)
+{
+	double owed = hp_carry_owed(c, fn);
+	*shown = v > owed ? v - owed : 0;
+	if (*shown > 0 && !owed)
+		return 0; /* the common case: nothing owed, nothing to owe */
+	double left = owed - v + *shown; /* owed - (what v paid), or more if v < 0 */
+	if (!c->cap || (!c->slot[slot_of(c, fn + 1)].key && 2 * (c->used + 1) > c->cap)) {
+		if (grow(c))
+			return -1;
+	}
+	struct hp_carry_slot *s = &c->slot[slot_of(c, fn + 1)];
+	if (!s->key) {
+		s->key = fn + 1;
+		c->used++;
+	}
+	s->owed = left;
+	return 0;
+}
+
+void hp_carry_free(struct hp_carry *c)
+{
+	free(c->slot);
+	*c = (struct hp_carry){ 0 };
+}

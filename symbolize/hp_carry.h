@@ -1,0 +1,37 @@
+/*
+ * hp_carry.h - a call's compensated time never reads below 0, and the sum
+ * over a function's calls stays unbiased.
+ *
+ * With a clock stepping 10 ns, a call that costs its hooks 11 ns reads 10
+ * ns most times and 20 ns some: less its hooks' cost, -1 ns or 9 ns, which
+ * average to the truth. Shown clamped at 0, the calls would add up to too
+ * much. So the time below 0 is carried, per thread and function, and taken
+ * from the function's next calls that have some: each call shows a time
+ * of at least 0, and the sum of a function's calls is the sum of their
+ * unclamped times (where later calls can pay it back).
+ */
+#ifndef HP_CARRY_H
+#define HP_CARRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hp_carry_slot {
+	uint32_t key; /* function + 1; 0: empty */
+	double owed;  /* ticks, >= 0 */
+};
+
+struct hp_carry {
+	struct hp_carry_slot *slot;
+	size_t cap, used;
+};
+
+/* The time to show for a call of fn whose compensated time is v ticks
+ * (maybe below 0): max(0, v - what fn owes), what is left owed kept. -1
+ * out of memory (nothing changed). */
+int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown);
+/* What fn owes now: time its calls showed more than they had. */
+double hp_carry_owed(const struct hp_carry *c, uint32_t fn);
+void hp_carry_free(struct hp_carry *c);
+
+#endif
