@@ -615,10 +615,9 @@ static int keep_process_name(struct hp_drive *d, const struct hp_analysis *a)
 	return 0;
 }
 
-/* The calibrated cost, raised to what the run's own spacing shows where it
- * shows more (hp_spacing.h): only functions spaced less than twice the
- * calibration witness, so that a program with no short function, whose
- * shortest spacings hold real work, keeps the calibration. */
+/* The calibrated cost, capped by the run's own spacing (hp_spacing.h):
+ * only functions spaced less than twice the calibration witness, so that a
+ * program with no short function keeps the calibration. */
 static int hook_cost(struct hp_drive *d, const struct hp_analysis *a)
 {
 	d->hook_in = d->hook_out = d->calib_in = d->calib_out = 0;
@@ -627,8 +626,9 @@ static int hook_cost(struct hp_drive *d, const struct hp_analysis *a)
 	struct hp_spacing_cost c;
 	if (hp_spacing_measure(a->path, 2 * d->calib_in, 2 * d->calib_out, &c, d->err, d->errlen))
 		return -1;
-	d->hook_in = c.has_inside && c.inside > d->calib_in ? c.inside : d->calib_in;
-	d->hook_out = c.has_outside && c.outside > d->calib_out ? c.outside : d->calib_out;
+	d->hook_in = d->calib_in;
+	d->hook_out = d->calib_out;
+	hp_spacing_cap(&c, &d->hook_in, &d->hook_out);
 	return 0;
 }
 

@@ -210,3 +210,11 @@ int hp_spacing_measure(const char *path, double in_limit, double out_limit,
 	hp_spacing_free(s);
 	return rc;
 }
+
+void hp_spacing_cap(const struct hp_spacing_cost *c, double *in, double *out)
+{
+	if (c->has_inside && c->inside < *in)
+		*in = c->inside;
+	if (c->has_outside && c->outside < *out)
+		*out = c->outside;
+}

@@ -58,4 +58,11 @@ void hp_spacing_result(const struct hp_spacing *s, double in_limit, double out_l
 int hp_spacing_measure(const char *path, double in_limit, double out_limit,
 		       struct hp_spacing_cost *c, char *err, size_t errlen);
 
+/* The calibrated parts of a pair (*in, *out; ticks), lowered to the run's
+ * spacing where it shows less: a spacing bounds the cost from above, so a
+ * calibration above it was inflated (preempted on a busy machine, say).
+ * Where the spacing shows more, it holds the witnesses' bodies too, and
+ * the calibration stays. */
+void hp_spacing_cap(const struct hp_spacing_cost *c, double *in, double *out);
+
 #endif

@@ -79,8 +79,8 @@ static void print_taken_out(FILE *out, const struct hp_drive *d)
 	struct hp_taken_out t;
 	hp_drive_taken_out(d, &t);
 	char how[96] = "measured in the run";
-	if (t.per_call_ns > t.calibrated_ns)
-		snprintf(how, sizeof(how), "%.1f calibrated in the run, more in its event spacing",
+	if (t.per_call_ns < t.calibrated_ns)
+		snprintf(how, sizeof(how), "%.1f calibrated in the run, less in its event spacing",
 			 t.calibrated_ns);
 	if (t.per_call_ns > 0)
 		fprintf(out, "# times less hookprof's own: %.1f ns per call (%s), "

@@ -802,8 +802,8 @@ static void print_clock(const struct hp_analysis *a)
 		printf("resolution not in the trace (1 tick = %.3f ns)\n", a->tb.ns_per_tick);
 }
 
-/* The run's own spacing, where it shows more than the calibration: what
- * the reader takes out (hp_spacing.h). */
+/* The run's own spacing, which caps the calibration (hp_spacing.h), and
+ * what the reader takes out per call. */
 static void print_spacing(const struct hp_analysis *a)
 {
 	double in, out;
@@ -813,11 +813,15 @@ static void print_spacing(const struct hp_analysis *a)
 	    hp_spacing_measure(a->path, 2 * in, 2 * out, &c, err, sizeof(err)))
 		return;
 	double ns = a->tb.ns_per_tick;
-	in = c.has_inside && c.inside > in ? c.inside : in;
-	out = c.has_outside && c.outside > out ? c.outside : out;
-	printf("; in the run's event spacing %.1f ns per call (%.1f in the callee, %.1f in its caller; "
-	       "%llu short calls, %llu gaps)", (in + out) * ns, in * ns, out * ns,
-	       (unsigned long long)c.inside_calls, (unsigned long long)c.outside_gaps);
+	if (c.has_inside)
+		printf("; in the run's event spacing %.1f ns in the callee (%llu short calls)", c.inside * ns,
+		       (unsigned long long)c.inside_calls);
+	if (c.has_outside)
+		printf("%s %.1f ns in the caller (%llu gaps)", c.has_inside ? "," : "; in the run's event spacing",
+		       c.outside * ns, (unsigned long long)c.outside_gaps);
+	hp_spacing_cap(&c, &in, &out);
+	printf("; taken out of the times shown: %.1f ns per call (%.1f in the callee, %.1f in its caller)\n",
+	       (in + out) * ns, in * ns, out * ns);
 }
 
 /* What a hook pair cost, as the run measured it at its start and end. */
@@ -837,8 +841,8 @@ static void print_hook_cost(const struct hp_analysis *a)
 	}
 	if (any)
 		print_spacing(a);
-	printf(any ? ", taken out of the times shown\n"
-		   : "hooks:    cost not measured in this trace: times include it\n");
+	else
+		printf("hooks:    cost not measured in this trace: times include it\n");
 }
 
 static void print_buffer(const struct hp_trace_info *in)

@@ -318,51 +318,55 @@ static void loop_trace_odd(uint64_t leaf, uint64_t odd, uint64_t gap)
 
 static void loop_trace(uint64_t leaf, uint64_t gap) { loop_trace_odd(leaf, leaf, gap); }
 
-/* The run's spacing says a pair cost 15 inside and 14 outside, more than
- * calibrated: B's 15 ticks are all hooks; A, of 19900, keeps 19900 - 9000
- * in B - 15 of its own pair - 600 x 14 = 2485. */
-START_TEST(test_hook_cost_raised_to_the_runs_spacing)
+/* The run's spacing says a pair cost at most 8 inside and 8 outside, less
+ * than calibrated (10 and 10): the spacing caps it. B's 8 ticks are all
+ * hooks; A, of 19900, keeps 19900 - 4800 in B - 8 of its own pair -
+ * 600 x 8 = 10292. */
+START_TEST(test_hook_cost_capped_by_the_runs_spacing)
+{
+	log_view = &roots_ops;
+	loop_trace(8, 8);
+	DRIVE(NULL);
+	EXPECT("t100<0x10/0=10292,10292+ ");
+	ck_assert_uint_eq(frames_seen, 601);
+	ck_assert_double_eq(taken.per_call_ns, 16);
+	ck_assert_double_eq(taken.calibrated_ns, 20);
+	ck_assert_double_eq(taken.measured_ns, 19900);
+	ck_assert_double_eq(taken.shown_ns, 10292);
+	/* --raw: as measured */
+	DRIVE("raw=");
+	EXPECT("t100<0x10/0=19900,15100+ ");
+}
+END_TEST
+
+/* Spacings above the calibration hold the witnesses' bodies too: the
+ * calibration stays. B keeps 15 - 10 = 5 a call; A 19900 - 9000 - 10 -
+ * 600 x 10 = 4890 of its own. Spacings of twice it or more are real work
+ * (a program with no short function): the calibration. */
+START_TEST(test_hook_cost_spacing_above_the_calibration)
 {
 	log_view = &roots_ops;
 	loop_trace(15, 14);
 	DRIVE(NULL);
-	EXPECT("t100<0x10/0=2485,2485+ ");
-	ck_assert_uint_eq(frames_seen, 601);
-	ck_assert_double_eq(taken.per_call_ns, 29);
-	ck_assert_double_eq(taken.calibrated_ns, 20);
-	ck_assert_double_eq(taken.measured_ns, 19900);
-	ck_assert_double_eq(taken.shown_ns, 2485);
-	/* --raw: as measured */
-	DRIVE("raw=");
-	EXPECT("t100<0x10/0=19900,10900+ ");
-}
-END_TEST
-
-/* Spacings below the calibration leave it; spacings of twice it or more
- * are real work (a program with no short function): the calibration. */
-START_TEST(test_hook_cost_spacing_within_bounds)
-{
-	log_view = &roots_ops;
-	loop_trace(8, 8); /* 19900 - 4800 - 10 - 6000 = 9090, B: 0 each */
-	DRIVE(NULL);
-	EXPECT("t100<0x10/0=9090,9090+ ");
+	EXPECT("t100<0x10/0=7890,4890+ ");
+	ck_assert_double_eq(taken.per_call_ns, 20);
 	loop_trace(25, 30); /* 19900 - 15000 - 10 - 6000 = -1110: 0, B: 15 each */
 	DRIVE(NULL);
 	EXPECT("t100<0x10/0=9000,0+ ");
 }
 END_TEST
 
-/* B's calls read 8 and 16 ticks (the clock's step), 12 on average: all
- * hooks (the run's spacing). Clamped one by one at 0 they would show 4 in
- * every other call, 1200 in all; carried, B shows 0 and A keeps
- * 19900 - 7200 in B - 12 - 600 x 10 = 6688. */
+/* B's calls read 8 and 12 ticks (the clock's step), 10 on average: all
+ * hooks (the calibration). Clamped one by one at 0 they would show 2 in
+ * every other call, 600 in all; carried, B shows 0 and A keeps
+ * 19900 - 6000 in B - 10 - 600 x 10 = 7890. */
 START_TEST(test_time_below_zero_carried_to_the_next_calls)
 {
 	log_view = &roots_ops;
-	loop_trace_odd(8, 16, 9);
+	loop_trace_odd(8, 12, 11);
 	DRIVE(NULL);
-	EXPECT("t100<0x10/0=6688,6688+ ");
-	ck_assert_double_eq(taken.per_call_ns, 22);
+	EXPECT("t100<0x10/0=7890,7890+ ");
+	ck_assert_double_eq(taken.per_call_ns, 20);
 }
 END_TEST
 
@@ -590,8 +594,8 @@ static Suite *suite(void)
 	tcase_add_test(core, test_hook_cost_of_both_calibrations);
 	tcase_add_test(core, test_hook_cost_of_hidden_calls);
 	tcase_add_test(core, test_hook_cost_never_below_zero);
-	tcase_add_test(core, test_hook_cost_raised_to_the_runs_spacing);
-	tcase_add_test(core, test_hook_cost_spacing_within_bounds);
+	tcase_add_test(core, test_hook_cost_capped_by_the_runs_spacing);
+	tcase_add_test(core, test_hook_cost_spacing_above_the_calibration);
 	tcase_add_test(core, test_time_below_zero_carried_to_the_next_calls);
 	tcase_add_test(core, test_exclude_gives_time_to_caller);
 	tcase_add_test(core, test_depth_hides_deeper_calls);

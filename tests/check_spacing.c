@@ -200,6 +200,24 @@ START_TEST(test_missing_trace)
 }
 END_TEST
 
+/* A spacing bounds the cost from above: it lowers a calibration above it,
+ * never raises one below it, and a side with no witness keeps its own. */
+START_TEST(test_cap_lowers_only)
+{
+	struct hp_spacing_cost c = { .inside = 8, .outside = 14, .has_inside = 1, .has_outside = 1 };
+	double in = 10, out = 10;
+	hp_spacing_cap(&c, &in, &out);
+	ck_assert_double_eq(in, 8);
+	ck_assert_double_eq(out, 10);
+	c.has_inside = 0;
+	c.outside = 3;
+	in = 10;
+	hp_spacing_cap(&c, &in, &out);
+	ck_assert_double_eq(in, 10);
+	ck_assert_double_eq(out, 3);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("spacing");
@@ -218,6 +236,7 @@ static Suite *suite(void)
 	tcase_add_test(limits, test_mostly_long_function_no_witness);
 	tcase_add_test(limits, test_exits_before_any_enter_and_resets);
 	tcase_add_test(limits, test_missing_trace);
+	tcase_add_test(limits, test_cap_lowers_only);
 	suite_add_tcase(s, limits);
 	return s;
 }
