@@ -20,7 +20,7 @@ static void turn_on(struct hp_pause *p, uint64_t tick)
 	p->last = later(p->last, on);
 }
 
-int hp_pause_apply(struct hp_pause *p, const struct hp_ev *e, struct hp_ev *out)
+int hp_pause_control(struct hp_pause *p, const struct hp_ev *e, struct hp_ev *out)
 {
 	switch (e->kind) {
 	case HP_EV_PAUSE:

@@ -29,11 +29,25 @@ static inline uint64_t hp_pause_tick(const struct hp_pause *p, uint64_t tick)
 	return tick >= p->cut ? tick - p->cut : 0;
 }
 
+/* hp_pause_apply for the kinds other than calls. */
+int hp_pause_control(struct hp_pause *p, const struct hp_ev *e, struct hp_ev *out);
+
 /*
  * e, with its tick on the cut timeline, in *out: 1. A pause, resume, stop
- * or start moves the state instead: 0, nothing to pass on.
+ * or start moves the state instead: 0, nothing to pass on. Calls, nearly
+ * every event, take the inline path: readers call this once per event.
  */
-int hp_pause_apply(struct hp_pause *p, const struct hp_ev *e, struct hp_ev *out);
+static inline int hp_pause_apply(struct hp_pause *p, const struct hp_ev *e, struct hp_ev *out)
+{
+	if (e->kind != HP_EV_ENTER && e->kind != HP_EV_EXIT)
+		return hp_pause_control(p, e, out);
+	*out = *e;
+	/* An event while off (a signal handler's, say) sits at the cut. */
+	out->tick = hp_pause_tick(p, e->tick);
+	if (!p->paused && !p->stopped && e->tick > p->last)
+		p->last = e->tick;
+	return 1;
+}
 
 /* The ticks hookprof's own time e (HP_EV_OWN) took, for a reader that keeps
  * the timeline whole and takes them out of durations instead; 0 while
