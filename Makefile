@@ -114,23 +114,25 @@ $(BUILD)/fuzz/fuzz_trace: $(FUZZ_SRC) $(wildcard symbolize/*.h) lib/hp_format.h
 MINGW_CC ?= x86_64-w64-mingw32-gcc
 WIN ?= $(BUILD)/win
 WIN_CFLAGS := -O1 -g -Wall -Wextra -Itests/win
+# No libgcc DLL to ship beside the programs (hpw.dll's __thread needs libgcc).
+WIN_LDFLAGS := -static-libgcc
 # The tests' trace writer is never instrumented itself.
 $(WIN)/hpw.dll: tests/win/hpw_trace.c hooks/hp_penter_win64.S hooks/hp_win_hooks.h lib/hp_format.h
 	@mkdir -p $(@D)
 	$(MINGW_CC) $(WIN_CFLAGS) -fno-instrument-functions -shared -o $@ tests/win/hpw_trace.c \
-		hooks/hp_penter_win64.S -Wl,--out-implib,$(WIN)/libhpw.dll.a -lpsapi
+		hooks/hp_penter_win64.S $(WIN_LDFLAGS) -Wl,--out-implib,$(WIN)/libhpw.dll.a -lpsapi
 $(WIN)/penter_probe.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN)/hpw.dll
-	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S -L$(WIN) -lhpw
+	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN_LDFLAGS) -L$(WIN) -lhpw
 # --build-id: a CodeView record (GUID and age) that identifies the build.
 $(WIN)/winprog.exe: tests/win/winprog.c tests/win/hpw_trace.h $(WIN)/hpw.dll
-	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< -L$(WIN) -lhpw
+	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhpw
 # Without -g: its names come from the COFF symbol table.
 $(WIN)/winplug.dll: tests/win/winplug.c $(WIN)/hpw.dll
-	$(MINGW_CC) -O1 -Wall -finstrument-functions -shared -o $@ $< -L$(WIN) -lhpw
+	$(MINGW_CC) -O1 -Wall -finstrument-functions -shared -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhpw
 # Built the MSVC way, with a PDB (clang and lld-link; not part of `windows`).
 $(WIN)/msvcmod.dll: tests/win/msvcmod.c
 	@mkdir -p $(@D)
-	clang --target=x86_64-pc-windows-msvc -O1 -gcodeview -finstrument-functions -c $< -o $(WIN)/msvcmod.obj
+	clang --target=x86_64-pc-windows-msvc -O1 -g -gcodeview -finstrument-functions -c $< -o $(WIN)/msvcmod.obj
 	lld-link /nologo /dll /noentry /nodefaultlib /debug /pdb:$(WIN)/msvcmod.pdb /out:$@ $(WIN)/msvcmod.obj
 
 windows: $(WIN)/hpw.dll $(WIN)/penter_probe.exe $(WIN)/winprog.exe $(WIN)/winplug.dll

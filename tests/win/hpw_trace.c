@@ -130,11 +130,30 @@ EXPORT void __cyg_profile_func_exit(void *fn, void *call_site)
 	record(this_thread(), (uint64_t)(uintptr_t)fn | EXIT_FLAG);
 }
 
+/* Changes every register a C function may change (the Windows x64 ABI's
+ * volatile ones and the flags), as the runtime's C code someday might:
+ * penter_probe then shows that the hooks keep them whatever their C callee
+ * does, not merely what this small one happens to leave alone. */
+static void clobber_volatile(void)
+{
+	__asm__ volatile("movb $0x7f, %%al\n\t"
+			 "addb $1, %%al\n\t" /* OF and SF set, ZF and CF clear */
+			 "movq $-1, %%rax\n\tmovq $-1, %%rcx\n\tmovq $-1, %%rdx\n\t"
+			 "movq $-1, %%r8\n\tmovq $-1, %%r9\n\tmovq $-1, %%r10\n\tmovq $-1, %%r11\n\t"
+			 "pcmpeqd %%xmm0, %%xmm0\n\tpcmpeqd %%xmm1, %%xmm1\n\tpcmpeqd %%xmm2, %%xmm2\n\t"
+			 "pcmpeqd %%xmm3, %%xmm3\n\tpcmpeqd %%xmm4, %%xmm4\n\tpcmpeqd %%xmm5, %%xmm5"
+			 :
+			 :
+			 : "rax", "rcx", "rdx", "r8", "r9", "r10", "r11", "xmm0", "xmm1", "xmm2", "xmm3",
+			   "xmm4", "xmm5", "cc");
+}
+
 /* A live frame's stack pointer is above every newer one's: frames at or
  * below sp were left by a longjmp or an exception, without their _pexit. */
 void hp_win_enter(uint64_t fn, uint64_t ret, uint64_t sp)
 {
 	(void)ret;
+	clobber_volatile();
 	struct thread *t = this_thread();
 	if (!t)
 		return;
@@ -157,6 +176,7 @@ void hp_win_enter(uint64_t fn, uint64_t ret, uint64_t sp)
 void hp_win_exit(uint64_t ret, uint64_t sp)
 {
 	(void)ret;
+	clobber_volatile();
 	struct thread *t = this_thread();
 	size_t i = t ? t->depth : 0;
 	while (i && t->frames[i - 1].sp != sp)
