@@ -37,6 +37,7 @@
 #define EXIT_FLAG (1ull << 63)
 #define CHUNK_BYTES (1u << 20)
 #define DICT_SLOTS (1u << 16)
+#define EVENTS_FIRST (1u << 20) /* 16 MiB per thread, touched as used */
 
 struct event {
 	uint64_t addr; /* EXIT_FLAG on exits */
@@ -92,12 +93,16 @@ static struct thread *this_thread(void)
 	return self;
 }
 
-static int grow(void **p, size_t *cap, size_t size)
+/* Starts at `first` elements: growing a large block is slow under Wine. */
+static int grow(void **p, size_t *cap, size_t size, size_t first)
 {
-	size_t n = *cap ? *cap * 2 : 4096;
+	size_t n = *cap ? *cap * 2 : first;
 	void *q = realloc(*p, n * size);
 	if (!q)
 		return -1;
+	/* Touched now, in the slow path: a first touch is a page fault, which
+	 * Wine makes slow, and it would land on the hooks' time. */
+	memset((char *)q + *cap * size, 0, (n - *cap) * size);
 	*p = q;
 	*cap = n;
 	return 0;
@@ -110,7 +115,7 @@ static void record(struct thread *t, uint64_t addr)
 		return;
 	if (t->n == t->cap) {
 		DWORD err = GetLastError();
-		int failed = grow((void **)&t->ev, &t->cap, sizeof(*t->ev));
+		int failed = grow((void **)&t->ev, &t->cap, sizeof(*t->ev), EVENTS_FIRST);
 		SetLastError(err);
 		if (failed)
 			return;
@@ -161,7 +166,7 @@ void hp_win_enter(uint64_t fn, uint64_t ret, uint64_t sp)
 		t->depth--;
 	if (t->depth == t->fcap) {
 		DWORD err = GetLastError();
-		int failed = grow((void **)&t->frames, &t->fcap, sizeof(*t->frames));
+		int failed = grow((void **)&t->frames, &t->fcap, sizeof(*t->frames), 4096);
 		SetLastError(err);
 		if (failed)
 			return;
@@ -194,7 +199,7 @@ static void put(struct buf *b, const void *src, size_t len)
 	if (b->failed)
 		return;
 	while (b->n + len > b->cap)
-		if (grow((void **)&b->p, &b->cap, 1) < 0) {
+		if (grow((void **)&b->p, &b->cap, 1, 4096) < 0) {
 			b->failed = 1;
 			return;
 		}
@@ -425,7 +430,7 @@ static void put_enter(struct buf *b, struct stream_state *s, uint32_t fn, int64_
 			put_uvarint(b, fn);
 		put_uvarint(b, (uint64_t)delta);
 	}
-	if (s->depth == s->cap && grow((void **)&s->stack, &s->cap, sizeof(*s->stack)) < 0) {
+	if (s->depth == s->cap && grow((void **)&s->stack, &s->cap, sizeof(*s->stack), 4096) < 0) {
 		b->failed = 1;
 		return;
 	}
