@@ -36,7 +36,12 @@
 #define FLAGS_AT (XMM_AT + 6 * 16)
 #define FRAME (FLAGS_AT + 16)
 
-.macro save_volatile name
+/* The hook's symbol, and its prologue. */
+.macro begin_hook name
+	.globl \name
+	.def \name; .scl 2; .type 32; .endef
+	.p2align 4
+\name:
 	.seh_proc \name
 	pushq %rax
 	.seh_pushreg %rax
@@ -71,7 +76,7 @@
 	movaps %xmm5, XMM_AT+80(%rsp)
 .endm
 
-.macro restore_volatile name
+.macro end_hook
 	movaps XMM_AT+0(%rsp), %xmm0
 	movaps XMM_AT+16(%rsp), %xmm1
 	movaps XMM_AT+32(%rsp), %xmm2
@@ -97,27 +102,19 @@
 	.seh_endproc
 .endm
 
-	.globl _penter
-	.def _penter; .scl 2; .type 32; .endef
-	.p2align 4
-_penter:
-	save_volatile _penter
+	begin_hook _penter
 	movq OUR_RET(%rbp), %rcx
 	subq $CALL_LEN, %rcx
 	leaq HOOKED_SP(%rbp), %r8
 	movq (%r8), %rdx
 	call hp_win_enter
-	restore_volatile _penter
+	end_hook
 
-	.globl _pexit
-	.def _pexit; .scl 2; .type 32; .endef
-	.p2align 4
-_pexit:
-	save_volatile _pexit
+	begin_hook _pexit
 	leaq HOOKED_SP(%rbp), %rdx
 	movq (%rdx), %rcx
 	call hp_win_exit
-	restore_volatile _pexit
+	end_hook
 
 	/* Exported when linked into a DLL (hookprof.dll, the tests' hpw.dll),
 	 * whose other exports are marked dllexport. */
