@@ -265,6 +265,10 @@ static int parse(struct hp_pe *pe, char *err, size_t errlen)
 	}
 	pe->image_base = hp_rd64(opt + 24);
 	pe->nsec = rd16(coff + 2);
+	if (pe->nsec > UINT16_MAX - 4) { /* the ELF view adds 4 sections */
+		snprintf(err, errlen, "too many sections");
+		return -1;
+	}
 	struct coff_tables t;
 	if (find_coff_tables(pe, coff, &t, err, errlen) < 0 ||
 	    read_section_headers(pe, nt + 24 + opt_size, &t, err, errlen) < 0)

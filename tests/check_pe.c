@@ -327,6 +327,34 @@ START_TEST(test_every_truncation)
 }
 END_TEST
 
+/* Each byte of a good image set to 0xff, then to 0x80, in turn: refused
+ * or read, and the ELF view of what is read still built. */
+START_TEST(test_every_byte_damaged)
+{
+	struct tk_bytes b = { 0 };
+	build_pe(&b, &full);
+	static const uint8_t bad[] = { 0xff, 0x80 };
+	int read = 0;
+	for (size_t at = 0; at < b.n; at++)
+		for (size_t k = 0; k < sizeof(bad); k++) {
+			uint8_t keep = b.p[at];
+			b.p[at] = bad[k];
+			char err[256] = "";
+			struct hp_pe *pe = hp_pe_from_bytes(b.p, b.n, err, sizeof(err));
+			b.p[at] = keep;
+			if (!pe)
+				continue;
+			int fd = hp_pe_elf_view(pe, err, sizeof(err));
+			ck_assert_msg(fd >= 0, "byte %zu = %#x: %s", at, bad[k], err);
+			close(fd);
+			hp_pe_close(pe);
+			read++;
+		}
+	ck_assert_int_gt(read, 0);
+	free(b.p);
+}
+END_TEST
+
 START_TEST(test_section_past_end_refused)
 {
 	struct tk_bytes b = { 0 };
@@ -570,6 +598,7 @@ static Suite *pe_suite(void)
 	suite_add_tcase(s, image);
 	TCase *limits = tcase_create("limits");
 	tcase_add_test(limits, test_every_truncation);
+	tcase_add_test(limits, test_every_byte_damaged);
 	tcase_add_test(limits, test_section_past_end_refused);
 	tcase_add_test(limits, test_not_a_pe);
 	suite_add_tcase(s, limits);
