@@ -342,6 +342,30 @@ static int fall_back(struct sym_module *m, char *why)
 	return why ? 1 : -1;
 }
 
+/* Where llvm-symbolizer looks for a PDB: at the path the CodeView record
+ * names, then under its base name beside the module. */
+static int pdb_exists(const char *module_file, const char *pdb)
+{
+	if (is_regular_file(pdb))
+		return 1;
+	const char *slash = strrchr(module_file, '/');
+	char *beside = format_string("%.*s%s", slash ? (int)(slash - module_file + 1) : 0, module_file,
+				     hp_pe_basename(pdb));
+	int found = beside && is_regular_file(beside);
+	free(beside);
+	return found;
+}
+
+/* An MSVC-built module: its names come from its PDB, if it is here. */
+static int use_pdb(struct sym_module *m, const char *file, const char *pdb)
+{
+	if (!pdb || !pdb_exists(file, pdb))
+		return fall_back(m, format_string("%s: its PDB %s is neither there nor beside it; its "
+						  "functions are named %s+0xOFFSET",
+						  file, pdb ? pdb : "(unnamed)", m->name));
+	return (m->pdb_file = strdup(file)) ? 1 : -1;
+}
+
 /*
  * A PE module (hp_pe.h), from its Windows path mapped to a file here or
  * from a path that is a PE file: its identity is the CodeView GUID and age,
@@ -373,8 +397,9 @@ static int report_pe(struct hp_symbols *s, struct sym_module *m, const char *pat
 		int fd = hp_pe_elf_view(pe, err, sizeof(err));
 		if (fd >= 0)
 			report_file(s, m, file, fd);
-	} else if (idlen && !(m->pdb_file = strdup(file)))
-		rc = -1;
+	} else if (idlen) {
+		rc = use_pdb(m, file, hp_pe_pdb_path(pe));
+	}
 	hp_pe_close(pe);
 	free(local);
 	return rc;

@@ -558,11 +558,12 @@ END_TEST
  * symbolizer, module+0xoffset and one problem that says why. */
 START_TEST(test_symbols_pdb_module)
 {
-	char dir[PATH_MAX], prog[PATH_MAX + 32], file[PATH_MAX + 16];
+	char dir[PATH_MAX], prog[PATH_MAX + 32], file[PATH_MAX + 16], pdb[PATH_MAX + 16];
 	tk_make_test_dir(dir, sizeof(dir), top);
-	fake_symbolizer(dir, prog, sizeof(prog));
 	struct pe_opts o = { 1, 0, 0 };
 	save_built(&o, dir, "m.dll", file, sizeof(file));
+	save_built(&o, dir, "x.pdb", pdb, sizeof(pdb)); /* beside it: any bytes do */
+	fake_symbolizer(dir, prog, sizeof(prog));
 	struct hp_module m = pe_module(file, 0x1000000, 1);
 	struct hp_symbol sym;
 	setenv("HOOKPROF_LLVM_SYMBOLIZER", prog, 1);
@@ -580,6 +581,31 @@ START_TEST(test_symbols_pdb_module)
 	const char *why = hp_symbols_next_problem(s, &it);
 	ck_assert_ptr_nonnull(why);
 	ck_assert_ptr_nonnull(strstr(why, "llvm-symbolizer"));
+	ck_assert_ptr_null(hp_symbols_next_problem(s, &it));
+	hp_symbols_free(s);
+	unsetenv("HOOKPROF_LLVM_SYMBOLIZER");
+}
+END_TEST
+
+/* An MSVC-built module whose PDB is not here: module+0xoffset, and one
+ * problem naming the PDB, without asking the symbolizer. */
+START_TEST(test_symbols_pdb_missing)
+{
+	char dir[PATH_MAX], file[PATH_MAX + 16];
+	tk_make_test_dir(dir, sizeof(dir), top);
+	struct pe_opts o = { 1, 0, 0 };
+	save_built(&o, dir, "m.dll", file, sizeof(file));
+	setenv("HOOKPROF_LLVM_SYMBOLIZER", "/nonexistent/llvm-symbolizer", 1);
+	struct hp_module m = pe_module(file, 0, 1);
+	struct hp_symbols *s = symbols_for(&m);
+	struct hp_symbol sym;
+	hp_symbols_lookup(s, IMAGE_BASE + TEXT_RVA, &sym);
+	ck_assert_str_eq(sym.name, "m.dll+0x140001000");
+	size_t it = 0;
+	const char *why = hp_symbols_next_problem(s, &it);
+	ck_assert_ptr_nonnull(why);
+	ck_assert_ptr_nonnull(strstr(why, "C:\\build\\x.pdb is neither there nor beside it"));
+	ck_assert_ptr_null(strstr(why, "llvm-symbolizer"));
 	ck_assert_ptr_null(hp_symbols_next_problem(s, &it));
 	hp_symbols_free(s);
 	unsetenv("HOOKPROF_LLVM_SYMBOLIZER");
@@ -613,6 +639,7 @@ static Suite *pe_suite(void)
 	tcase_add_test(symbols, test_symbols_windows_path);
 	tcase_add_test(symbols, test_pdb_lookup);
 	tcase_add_test(symbols, test_symbols_pdb_module);
+	tcase_add_test(symbols, test_symbols_pdb_missing);
 	suite_add_tcase(s, symbols);
 	return s;
 }

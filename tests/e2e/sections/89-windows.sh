@@ -124,6 +124,15 @@ else
 		fi
 	fi
 
+	# The PDB gone: one warning that names it, and no call to llvm-symbolizer.
+	if [ $HAVE_MSVC = 1 ]; then
+		mv "$W/msvcmod.pdb" "$W/msvcmod.pdb.away"
+		"$HP" report --format=csv "$PROG_TRACE" >"$T/win-nopdb.csv" 2>"$T/win-nopdb.err"
+		check "PDB missing: exactly one warning, naming msvcmod.pdb" "stderr: $(brief "$T/win-nopdb.err")" \
+			all_of [ "$(wc -l <"$T/win-nopdb.err")" = 1 ] -- grep -q '^hookprof: warning: .*msvcmod\.pdb is neither there nor beside it' "$T/win-nopdb.err"
+		mv "$W/msvcmod.pdb.away" "$W/msvcmod.pdb"
+	fi
+
 	# The exe rebuilt after the trace: its CodeView GUID changed, so no
 	# wrong names and one warning.
 	cp "$W/winprog.exe" "$T/winprog.exe.orig"
