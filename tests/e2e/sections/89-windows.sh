@@ -149,5 +149,11 @@ else
 	fi
 	cp "$T/winprog.exe.orig" "$W/winprog.exe"
 	wineserver -k 2>/dev/null
+	# The prefix's server directory, /tmp/wine-XXXXXX/server-DEV-INODE
+	# (named after the prefix's device and inode), goes with the prefix.
+	srv=$(printf 'server-%x-%x' "$(stat -c %d "$WINEPREFIX")" "$(stat -c %i "$WINEPREFIX")")
+	for d in /tmp/wine-*/"$srv"; do
+		[ -d "$d" ] && rm -rf "${d%/*}"
+	done
 	unset WINEPREFIX WINEDEBUG
 fi
