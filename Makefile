@@ -8,6 +8,8 @@
 #   make bench           overhead, size and speed against the floor and uftrace;
 #                        fidelity: self-time shares against perf sampling
 #   make fuzz            libFuzzer target of the trace reader (clang), build/fuzz/fuzz_trace
+#   make windows         the MSVC hooks and the Windows test programs, cross-built with
+#                        mingw-w64 into build/win (docs/windows.md); they run under Wine
 #   make install PREFIX=/usr/local DESTDIR=
 #   make clean           (build/ and the sanitizer builds)
 
@@ -105,6 +107,36 @@ $(BUILD)/fuzz/fuzz_trace: $(FUZZ_SRC) $(wildcard symbolize/*.h) lib/hp_format.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -std=gnu11 -Wall -Wextra -Ilib -o $@ $(FUZZ_SRC)
 
+# Windows x64 (docs/windows.md): the runtime does not run there yet. What
+# exists: the MSVC hooks (hooks/hp_penter_win64.S), and the test programs
+# of tests/win, linked with hpw.dll, the tests' own small trace writer. The
+# e2e section 89 builds them with WIN=<its directory>.
+MINGW_CC ?= x86_64-w64-mingw32-gcc
+WIN ?= $(BUILD)/win
+WIN_CFLAGS := -O1 -g -Wall -Wextra -Itests/win
+# No libgcc DLL to ship beside the programs (hpw.dll's __thread needs libgcc).
+WIN_LDFLAGS := -static-libgcc
+# The tests' trace writer is never instrumented itself.
+$(WIN)/hpw.dll: tests/win/hpw_trace.c hooks/hp_penter_win64.S hooks/hp_win_hooks.h lib/hp_format.h
+	@mkdir -p $(@D)
+	$(MINGW_CC) $(WIN_CFLAGS) -fno-instrument-functions -shared -o $@ tests/win/hpw_trace.c \
+		hooks/hp_penter_win64.S $(WIN_LDFLAGS) -Wl,--out-implib,$(WIN)/libhpw.dll.a -lpsapi
+$(WIN)/penter_probe.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN)/hpw.dll
+	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN_LDFLAGS) -L$(WIN) -lhpw
+# --build-id: a CodeView record (GUID and age) that identifies the build.
+$(WIN)/winprog.exe: tests/win/winprog.c tests/win/hpw_trace.h $(WIN)/hpw.dll
+	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhpw
+# Without -g: its names come from the COFF symbol table.
+$(WIN)/winplug.dll: tests/win/winplug.c $(WIN)/hpw.dll
+	$(MINGW_CC) -O1 -Wall -finstrument-functions -shared -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhpw
+# Built the MSVC way, with a PDB (clang and lld-link; not part of `windows`).
+$(WIN)/msvcmod.dll: tests/win/msvcmod.c
+	@mkdir -p $(@D)
+	clang --target=x86_64-pc-windows-msvc -O1 -g -gcodeview -finstrument-functions -c $< -o $(WIN)/msvcmod.obj
+	lld-link /nologo /dll /noentry /nodefaultlib /debug /pdb:$(WIN)/msvcmod.pdb /out:$@ $(WIN)/msvcmod.obj
+
+windows: $(WIN)/hpw.dll $(WIN)/penter_probe.exe $(WIN)/winprog.exe $(WIN)/winplug.dll
+
 deps:
 	@scripts/deps.sh
 
@@ -166,7 +198,7 @@ install: all
 clean:
 	rm -rf $(BUILD) build-asan build-tsan
 
-.PHONY: all deps demo check check-asan check-tsan bench fuzz install clean
+.PHONY: all deps demo check check-asan check-tsan bench fuzz windows install clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -37,6 +37,12 @@ have_libfuzzer() {
 		clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1
 }
 have_libfuzzer || need="$need libclang-rt-dev"
+# Windows (docs/windows.md, e2e section 89): mingw-w64 cross-builds the test
+# programs, Wine runs them; llvm-symbolizer reads PDBs, lld-link makes one.
+command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || need="$need gcc-mingw-w64-x86-64"
+command -v wine >/dev/null 2>&1 || need="$need wine wine64"
+command -v llvm-symbolizer >/dev/null 2>&1 || need="$need llvm"
+command -v lld-link >/dev/null 2>&1 || need="$need lld"
 [ -n "$need" ] || exit 0
 echo "hookprof: installing$need" >&2
 sudo=""

@@ -9,6 +9,9 @@
 #define _GNU_SOURCE
 #include "hp_symbols.h"
 
+#include "hp_pdb.h"
+#include "hp_pe.h"
+
 #include <dwarf.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
@@ -43,6 +46,8 @@ struct sym_module {
 	char *why_not_found;
 	int not_found;
 	int named_badly; /* an address was named module+0xoffset for that reason */
+	/* A PE module built by MSVC: the file here, whose PDB names it. */
+	char *pdb_file;
 };
 
 struct cache_slot {
@@ -73,6 +78,9 @@ struct hp_symbols {
 	Dwfl_Callbacks callbacks;
 	char *debug_path; /* libdwfl's debuginfo_path; NULL: its default */
 	char *pack_dir;   /* the trace's pack (hp_pack.h), absolute; NULL: none */
+	/* llvm-symbolizer, started when an MSVC-built module is first named. */
+	struct hp_pdb *pdb;
+	char *pdb_error; /* why it could not be started */
 	struct sym_module *mods;
 	size_t nmods;
 	struct cache_slot *slots;
@@ -96,10 +104,10 @@ static char *format_string(const char *fmt, ...)
 	return n < 0 ? NULL : s;
 }
 
+/* A PE module's path is the Windows one. */
 static const char *path_basename(const char *path)
 {
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
+	return hp_pe_basename(path);
 }
 
 static int is_regular_file(const char *path)
@@ -325,6 +333,78 @@ static char *packed_by_path(const struct hp_symbols *s, const char *path)
 	return packed;
 }
 
+/* The names of m fall back to module+0xoffset, for a reason worth a
+ * warning; -1 if out of memory. */
+static int fall_back(struct sym_module *m, char *why)
+{
+	m->not_found = 1;
+	m->why_not_found = why;
+	return why ? 1 : -1;
+}
+
+/* Where llvm-symbolizer looks for a PDB: at the path the CodeView record
+ * names, then under its base name beside the module. */
+static int pdb_exists(const char *module_file, const char *pdb)
+{
+	if (is_regular_file(pdb))
+		return 1;
+	const char *slash = strrchr(module_file, '/');
+	char *beside = format_string("%.*s%s", slash ? (int)(slash - module_file + 1) : 0, module_file,
+				     hp_pe_basename(pdb));
+	int found = beside && is_regular_file(beside);
+	free(beside);
+	return found;
+}
+
+/* An MSVC-built module: its names come from its PDB, if it is here. */
+static int use_pdb(struct sym_module *m, const char *file, const char *pdb)
+{
+	if (!pdb || !pdb_exists(file, pdb))
+		return fall_back(m, format_string("%s: its PDB %s is neither there nor beside it; its "
+						  "functions are named %s+0xOFFSET",
+						  file, pdb ? pdb : "(unnamed)", m->name));
+	return (m->pdb_file = strdup(file)) ? 1 : -1;
+}
+
+/*
+ * A PE module (hp_pe.h), from its Windows path mapped to a file here or
+ * from a path that is a PE file: its identity is the CodeView GUID and age,
+ * its names come from the ELF view of its DWARF and COFF symbols, or from
+ * its PDB when it has neither. 1: it was a PE module; 0: it is not one;
+ * -1: out of memory.
+ */
+static int report_pe(struct hp_symbols *s, struct sym_module *m, const char *path)
+{
+	int windows = hp_pe_is_windows_path(path);
+	char *local = windows ? hp_pe_local_path(path) : NULL;
+	const char *file = local ? local : path;
+	if (!*file || (windows && !local) || !hp_pe_is_pe(file)) {
+		free(local);
+		if (!windows)
+			return 0;
+		return m->build_id_len ? fall_back(m, describe_not_found(m, path, 0)) : 1;
+	}
+	char err[256];
+	uint8_t id[HP_PE_IDENTITY_LEN];
+	struct hp_pe *pe = hp_pe_open(file, err, sizeof(err));
+	size_t idlen = pe ? hp_pe_identity(pe, id) : 0;
+	int rc = 1;
+	if (!pe)
+		rc = fall_back(m, format_string("%s: %s; its functions are named %s+0xOFFSET", file, err, m->name));
+	else if (m->build_id_len && (idlen != m->build_id_len || memcmp(id, m->build_id, idlen)))
+		rc = fall_back(m, describe_not_found(m, path, 1));
+	else if (hp_pe_has_dwarf(pe) || hp_pe_function_count(pe)) {
+		int fd = hp_pe_elf_view(pe, err, sizeof(err));
+		if (fd >= 0)
+			report_file(s, m, file, fd);
+	} else if (idlen) {
+		rc = use_pdb(m, file, hp_pe_pdb_path(pe));
+	}
+	hp_pe_close(pe);
+	free(local);
+	return rc;
+}
+
 /* Only out of memory fails. */
 static int report_modules(struct hp_symbols *s, const struct hp_module *modules)
 {
@@ -332,6 +412,11 @@ static int report_modules(struct hp_symbols *s, const struct hp_module *modules)
 		struct sym_module *m = &s->mods[i];
 		const char *path = modules[i].path ? modules[i].path : "";
 		if (m->same_as != i || m->session == NO_SESSION)
+			continue;
+		int pe = report_pe(s, m, path);
+		if (pe < 0)
+			return -1;
+		if (pe)
 			continue;
 		if (!m->build_id_len) {
 			char *packed = packed_by_path(s, path);
@@ -600,7 +685,10 @@ void hp_symbols_free(struct hp_symbols *s)
 		free(s->mods[i].name);
 		free(s->mods[i].seg);
 		free(s->mods[i].why_not_found);
+		free(s->mods[i].pdb_file);
 	}
+	hp_pdb_stop(s->pdb);
+	free(s->pdb_error);
 	free(s->mods);
 	for (uint32_t k = 0; k < s->nsessions; k++)
 		if (s->dwfl[k])
@@ -755,6 +843,25 @@ static void source_location(Dwfl_Module *mod, uint64_t addr, struct cache_slot *
 		slot->line = lineno;
 }
 
+/* llvm-symbolizer is started once; if it cannot be, every MSVC-built
+ * module that is named says so, once. */
+static int name_from_pdb(struct hp_symbols *s, struct sym_module *m, uint64_t file_addr,
+			 struct cache_slot *slot)
+{
+	char err[256];
+	if (!s->pdb && !s->pdb_error && !(s->pdb = hp_pdb_start(err, sizeof(err))))
+		s->pdb_error = strdup(err);
+	if (!s->pdb) {
+		if (!m->not_found)
+			fall_back(m, format_string("%s was built with a PDB, and %s; its functions are named "
+						   "%s+0xOFFSET",
+						   m->pdb_file, s->pdb_error ? s->pdb_error : "out of memory",
+						   m->name));
+		return -1;
+	}
+	return hp_pdb_lookup(s->pdb, m->pdb_file, file_addr, &slot->name, &slot->file, &slot->line);
+}
+
 static void resolve(struct hp_symbols *s, struct sym_module *m, uint64_t addr,
 		    struct cache_slot *slot)
 {
@@ -768,6 +875,10 @@ static void resolve(struct hp_symbols *s, struct sym_module *m, uint64_t addr,
 	slot->offset = addr - m->bias;
 	if (m->pending)
 		locate_by_build_id(s, m);
+	if (m->pdb_file && name_from_pdb(s, m, addr - m->bias, slot) == 0) {
+		slot->resolved = 1;
+		return;
+	}
 	if (m->dwfl_mod && (slot->name = function_name(m->dwfl_mod, addr))) {
 		slot->resolved = 1;
 		source_location(m->dwfl_mod, addr, slot);

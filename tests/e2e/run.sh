@@ -96,7 +96,7 @@ skipped_under() {
 }
 
 finish() {
-	[ "$SKIP" -eq 0 ] || echo "# e2e: $SKIP groups of checks skipped under the $SANITIZER sanitizer"
+	[ "$SKIP" -eq 0 ] || echo "# e2e: $SKIP groups of checks skipped${SANITIZER:+ under the $SANITIZER sanitizer}"
 	echo "e2e: $PASS passed, $FAIL failed"
 	[ "$FAIL" -eq 0 ]
 	exit $?

@@ -1,0 +1,159 @@
+# tests/e2e/sections/89-windows.sh - Windows x64 (issue 9): programs built
+# with mingw-w64 run under Wine, hookprof on Linux names what they did.
+# (Sourced by tests/e2e/run.sh.)
+#
+# The runtime does not run on Windows yet: the programs link hpw.dll
+# (tests/win/hpw_trace.c), a small writer of the trace format made for
+# these tests, with the real MSVC hooks (hooks/hp_penter_win64.S). What is
+# tested for real: the hooks (penter_probe checks every register across
+# them; the trace shows its calls), and the tool on PE modules: DWARF in a
+# mingw exe, COFF symbols of a DLL loaded and unloaded at run time, a PDB of
+# a DLL built the MSVC way (clang for the MSVC target, lld-link), Windows
+# paths through the Wine prefix or the working directory, a rebuilt exe.
+#
+# Wine is slow to start (a new prefix takes seconds): plain `make check`
+# runs this section, the sanitizer variants skip it (nothing of it runs
+# their sanitized runtime, and the tool's reading of PE files is covered
+# by check_pe).
+
+win_skip() {
+	SKIP=$((SKIP + 1))
+	printf 'skip - Windows programs under Wine (section 89) (%s)\n' "$1"
+}
+
+if skipped_under address thread -- "Windows programs under Wine (section 89)" \
+	"they run no sanitized code; plain make check runs them"; then
+	:
+elif ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || ! command -v wine >/dev/null 2>&1; then
+	win_skip "x86_64-w64-mingw32-gcc or wine not found: scripts/deps.sh installs them"
+else
+	W=$T/win
+	export WINEPREFIX=$T/wineprefix WINEDEBUG=-all
+	HAVE_MSVC=0
+	command -v clang >/dev/null 2>&1 && command -v lld-link >/dev/null 2>&1 && HAVE_MSVC=1
+	targets="windows"
+	[ $HAVE_MSVC = 1 ] && targets="windows $W/msvcmod.dll"
+	# shellcheck disable=SC2086 # the targets are words
+	if make -s -C "$ROOT" $targets BUILD="$BUILD" WIN="$W" >"$T/win-build.log" 2>&1; then
+		ok "make windows: hpw.dll, penter_probe.exe, winprog.exe, winplug.dll built with mingw-w64"
+	else
+		nok "make windows" "$(brief "$T/win-build.log")"
+	fi
+	[ $HAVE_MSVC = 1 ] || echo "# clang or lld-link not found: the PDB checks are not run"
+	# The prefix once, before the first program (wine would make it then).
+	wine wineboot --init >"$T/wineboot.log" 2>&1
+	wineserver -w 2>/dev/null
+
+	# win_run NAME EXE ARGS...: runs $W/EXE under Wine in a fresh directory,
+	# the trace to $DIR/trace.hookprof. Sets DIR, TRACE, RC.
+	win_run() {
+		local name=$1 exe=$2
+		shift 2
+		DIR=$T/run/win-$name
+		TRACE=$DIR/trace.hookprof
+		mkdir -p "$DIR"
+		{ (cd "$DIR" && HOOKPROF_OUTPUT=trace.hookprof exec wine "$W/$exe" "$@" >out 2>err); } 2>/dev/null
+		RC=$?
+	}
+	win_checks_run() { # LABEL WANT_STDOUT
+		check "$1: exit status 0" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 0 ]
+		check "$1: program output" "got '$(brief "$DIR/out")', want '$2'" \
+			[ "$(tr -d '\r' <"$DIR/out")" = "$2" ]
+		check "$1: trace file written" "files: $(ls "$DIR" | tr '\n' ' ')" [ -s "$TRACE" ]
+	}
+
+	# _penter/_pexit: every value survives, and the trace has every call.
+	win_run penter penter_probe.exe
+	win_checks_run "penter_probe (hand-written MSVC /Gh /GH functions)" "penter ok"
+	if report "penter_probe" "$TRACE"; then
+		expect_calls "penter_probe" penter_probe.exe probe_sum5=2 probe_mix=2 probe_half=1 \
+			probe_vsum=3 probe_fib=177 probe_skip=1 probe_noexit=1 probe_inner=3
+		check_times "penter_probe"
+	fi
+
+	# A multi-threaded mingw program, a DLL loaded and unloaded, a PDB.
+	args=("$W/winplug.dll")
+	want="winprog done 320 30 0"
+	if [ $HAVE_MSVC = 1 ]; then
+		args+=("$W/msvcmod.dll")
+		want="winprog done 320 30 10"
+	fi
+	win_run prog winprog.exe "${args[@]}"
+	win_checks_run "winprog" "$want"
+	PROG_TRACE=$TRACE
+	if report "winprog" "$TRACE"; then
+		expect_calls "winprog: DWARF in the exe" winprog.exe main=1 worker=3 w_step=300 w_leaf=600 \
+			m_compute=10 s_helper=20 call_plugin=$((1 + HAVE_MSVC))
+		expect_calls "winprog: COFF symbols of a DLL unloaded before the end" winplug.dll plug_run=1 plug_leaf=5
+		src=$(field w_leaf winprog.exe 9)
+		check "winprog: w_leaf's source line from DWARF" "source '$src'" \
+			bash -c '[[ $1 =~ winprog\.c:[0-9]+$ ]]' sh "$src"
+		[ $HAVE_MSVC = 1 ] && expect_calls "winprog: a PDB read by llvm-symbolizer" msvcmod.dll msv_run=1 msv_leaf=4
+		check_times "winprog"
+	fi
+	"$HP" info "$TRACE" >"$DIR/info" 2>&1
+	check "winprog: info shows 4 threads, each with its events" "$(brief "$DIR/info")" \
+		[ "$(grep -Ec '^  stream [0-9]+ tid [0-9]+ .* [1-9][0-9]* events' "$DIR/info")" = 4 ]
+
+	# Without the Wine prefix, the files are found in the working directory.
+	( cd "$W" && env -u WINEPREFIX HOME=/nonexistent "$HP" report --format=csv "$PROG_TRACE" >"$T/win-cwd.csv" 2>"$T/win-cwd.err" )
+	if csv_to_tsv "$T/win-cwd.csv" >"$T/win-cwd.tsv" && [ ! -s "$T/win-cwd.err" ]; then
+		saved_tsv=$TSV
+		TSV=$T/win-cwd.tsv
+		expect_calls "winprog, no Wine prefix, run from the binaries' directory" winprog.exe w_leaf=600 main=1
+		expect_calls "winprog, no Wine prefix, run from the binaries' directory" winplug.dll plug_leaf=5
+		TSV=$saved_tsv
+	else
+		nok "winprog, no Wine prefix: report works" "$(brief "$T/win-cwd.err")"
+	fi
+
+	# No llvm-symbolizer: the PDB's module is module+0xOFFSET, one warning.
+	if [ $HAVE_MSVC = 1 ]; then
+		HOOKPROF_LLVM_SYMBOLIZER=/nonexistent/llvm-symbolizer "$HP" report --format=csv "$PROG_TRACE" \
+			>"$T/win-nosym.csv" 2>"$T/win-nosym.err"
+		check "no llvm-symbolizer: exactly one warning, naming msvcmod.dll and llvm-symbolizer" \
+			"stderr: $(brief "$T/win-nosym.err")" \
+			all_of [ "$(wc -l <"$T/win-nosym.err")" = 1 ] -- grep -q '^hookprof: warning: .*msvcmod\.dll.*llvm-symbolizer' "$T/win-nosym.err"
+		if csv_to_tsv "$T/win-nosym.csv" >"$T/win-nosym.tsv"; then
+			check "no llvm-symbolizer: msvcmod.dll's rows are msvcmod.dll+0xOFFSET with calls 1 and 4" \
+				"rows: $(grep msvcmod "$T/win-nosym.tsv" | cut -f1,2 | tr '\t\n' '= ')" \
+				awk -F'\t' '$8 == "msvcmod.dll" { n++; if ($1 !~ /^msvcmod\.dll\+0x[0-9a-f]+$/) bad = 1; c = c " " $2 }
+					END { exit bad || n != 2 || (c != " 1 4" && c != " 4 1") }' "$T/win-nosym.tsv"
+		else
+			nok "no llvm-symbolizer: report works" "$(brief "$T/win-nosym.tsv")"
+		fi
+	fi
+
+	# The PDB gone: one warning that names it, and no call to llvm-symbolizer.
+	if [ $HAVE_MSVC = 1 ]; then
+		mv "$W/msvcmod.pdb" "$W/msvcmod.pdb.away"
+		"$HP" report --format=csv "$PROG_TRACE" >"$T/win-nopdb.csv" 2>"$T/win-nopdb.err"
+		check "PDB missing: exactly one warning, naming msvcmod.pdb" "stderr: $(brief "$T/win-nopdb.err")" \
+			all_of [ "$(wc -l <"$T/win-nopdb.err")" = 1 ] -- grep -q '^hookprof: warning: .*msvcmod\.pdb is neither there nor beside it' "$T/win-nopdb.err"
+		mv "$W/msvcmod.pdb.away" "$W/msvcmod.pdb"
+	fi
+
+	# The exe rebuilt after the trace: its CodeView GUID changed, so no
+	# wrong names and one warning.
+	cp "$W/winprog.exe" "$T/winprog.exe.orig"
+	if x86_64-w64-mingw32-gcc -O2 -g -DEXTRA -finstrument-functions -Wl,--build-id -I"$ROOT/tests/win" \
+		-o "$W/winprog.exe" "$ROOT/tests/win/winprog.c" -L"$W" -lhpw >"$T/win-rebuild.log" 2>&1; then
+		"$HP" report --format=csv "$PROG_TRACE" >"$T/win-rebuilt.csv" 2>"$T/win-rebuilt.err"
+		check "rebuilt exe: one warning, the build-id mismatch of winprog.exe" "stderr: $(brief "$T/win-rebuilt.err")" \
+			all_of [ "$(wc -l <"$T/win-rebuilt.err")" = 1 ] -- grep -q '^hookprof: warning: .*build-id mismatch.*winprog\.exe' "$T/win-rebuilt.err"
+		csv_to_tsv "$T/win-rebuilt.csv" >"$T/win-rebuilt.tsv"
+		check "rebuilt exe: no w_* names, winprog.exe+0xOFFSET rows" "rows: $(cut -f1,8 "$T/win-rebuilt.tsv" | tr '\t\n' '@ ' | head -c 300)" \
+			awk -F'\t' '$8 == "winprog.exe" { n++; if ($1 !~ /^winprog\.exe\+0x[0-9a-f]+$/) bad = 1 } END { exit bad || n == 0 }' "$T/win-rebuilt.tsv"
+	else
+		nok "rebuild winprog.exe" "$(brief "$T/win-rebuild.log")"
+	fi
+	cp "$T/winprog.exe.orig" "$W/winprog.exe"
+	wineserver -k 2>/dev/null
+	# The prefix's server directory, /tmp/wine-XXXXXX/server-DEV-INODE
+	# (named after the prefix's device and inode), goes with the prefix.
+	srv=$(printf 'server-%x-%x' "$(stat -c %d "$WINEPREFIX")" "$(stat -c %i "$WINEPREFIX")")
+	for d in /tmp/wine-*/"$srv"; do
+		[ -d "$d" ] && rm -rf "${d%/*}"
+	done
+	unset WINEPREFIX WINEDEBUG
+fi
