@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "hp_diff.h"
+#include "hp_path.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -75,9 +76,7 @@ static int trace_done_collect(struct hp_view *v, const struct hp_analysis *a, ch
 {
 	struct collect *c = v->state;
 	if (!c->s->program) {
-		const char *exe = a->info.exe ? a->info.exe : "?";
-		const char *slash = strrchr(exe, '/');
-		if (!(c->s->program = strdup(slash ? slash + 1 : exe))) {
+		if (!(c->s->program = strdup(hp_path_base(a->info.exe)))) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "hp_drive.h"
+#include "hp_path.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -261,12 +262,6 @@ static uint8_t fn_flags(struct hp_drive *d, uint32_t fn)
 
 /* ---- threads and functions ---------------------------------------------- */
 
-static const char *base_name(const char *path)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-	return slash ? slash + 1 : path ? path : "?";
-}
-
 static struct hp_vthread *new_thread(struct hp_drive *d, uint32_t stream)
 {
 	if (d->nthreads == d->threads_cap) {
@@ -331,7 +326,7 @@ static int add_key(struct seen *t, const struct hp_symbol *s)
 		t->keys = k;
 		t->cap = cap;
 	}
-	t->keys[t->nkeys++] = fnv(fnv(0xcbf29ce484222325ull, s->name), base_name(s->file));
+	t->keys[t->nkeys++] = fnv(fnv(0xcbf29ce484222325ull, s->name), hp_path_base(s->file));
 	return 0;
 }
 
@@ -610,7 +605,7 @@ static int keep_process_name(struct hp_drive *d, const struct hp_analysis *a)
 	d->process = p;
 	while (d->nprocess <= d->trace)
 		p[d->nprocess++] = NULL;
-	if (!p[d->trace] && !(p[d->trace] = strdup(base_name(a->info.exe))))
+	if (!p[d->trace] && !(p[d->trace] = strdup(hp_path_base(a->info.exe))))
 		return -1;
 	return 0;
 }
@@ -867,7 +862,7 @@ static int remember_trace(struct hp_drive *d, char **paths, const struct hp_anal
 	t->pid = a->info.pid;
 	t->start_ns = a->info.start_realtime_ns;
 	t->group = d->trace;
-	if (!(t->program = strdup(base_name(a->info.exe))))
+	if (!(t->program = strdup(hp_path_base(a->info.exe))))
 		return -1;
 	if (t->nkeys)
 		qsort(t->keys, t->nkeys, sizeof(*t->keys), by_value);

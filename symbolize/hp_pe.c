@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "hp_pe.h"
+#include "hp_path.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -649,31 +650,6 @@ int hp_pe_elf_view(const struct hp_pe *pe, char *err, size_t errlen)
 
 /* ---- paths ------------------------------------------------------------- */
 
-static const char *skip_device_prefix(const char *p)
-{
-	if (!strncmp(p, "\\\\?\\", 4) || !strncmp(p, "\\??\\", 4))
-		return p + 4;
-	return p;
-}
-
-int hp_pe_is_windows_path(const char *path)
-{
-	const char *p = skip_device_prefix(path);
-	return ((p[0] >= 'A' && p[0] <= 'Z') || (p[0] >= 'a' && p[0] <= 'z')) && p[1] == ':' &&
-	       (p[2] == '\\' || p[2] == '/');
-}
-
-const char *hp_pe_basename(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	const char *base = slash ? slash + 1 : path;
-	if (hp_pe_is_windows_path(path)) {
-		const char *back = strrchr(base, '\\');
-		base = back ? back + 1 : base;
-	}
-	return base;
-}
-
 static int is_file(const char *path)
 {
 	struct stat st;
@@ -692,9 +668,9 @@ static char *through_dosdevices(const char *path)
 		dir = NULL;
 	if (!dir)
 		return NULL;
-	const char *p = skip_device_prefix(path);
 	char *local = NULL;
-	if (asprintf(&local, "%s/dosdevices/%c:%s", dir, p[0] | 0x20, p + 2) < 0)
+	if (asprintf(&local, "%s/dosdevices/%c:%s", dir, hp_path_drive(path),
+		     path + hp_path_drive_rest(path)) < 0)
 		local = NULL;
 	free(dir);
 	for (char *c = local; c && *c; c++)
@@ -705,12 +681,12 @@ static char *through_dosdevices(const char *path)
 
 char *hp_pe_local_path(const char *path)
 {
-	if (!hp_pe_is_windows_path(path))
+	if (!hp_path_is_windows(path))
 		return NULL;
-	char *local = through_dosdevices(path);
+	char *local = hp_path_drive(path) ? through_dosdevices(path) : NULL;
 	if (local && is_file(local))
 		return local;
 	free(local);
-	const char *base = hp_pe_basename(path);
+	const char *base = hp_path_base(path);
 	return *base && is_file(base) ? strdup(base) : NULL;
 }

@@ -49,17 +49,13 @@ size_t hp_pe_function_count(const struct hp_pe *pe);
  * the reason in err. */
 int hp_pe_elf_view(const struct hp_pe *pe, char *err, size_t errlen);
 
-/* 1 if path is a Windows path: "C:\..." or "C:/...", "\\?\C:\...". */
-int hp_pe_is_windows_path(const char *path);
 /*
- * The file here that a Windows path of a traced process names: under Wine
+ * The file here that a Windows path (hp_path.h) of a traced process names: under Wine
  * a drive is $WINEPREFIX/dosdevices/<letter>: (WINEPREFIX unset:
  * $HOME/.wine), else the file of that base name in the working directory
  * (a trace copied from a Windows machine with its binaries). malloc'd;
  * NULL if neither exists.
  */
 char *hp_pe_local_path(const char *path);
-/* The last component of a path, after '/' or, in a Windows path, '\'. */
-const char *hp_pe_basename(const char *path);
 
 #endif

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "hp_report.h"
+#include "hp_path.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,12 +120,6 @@ static void merge_into(struct hp_row *to, struct hp_row *from)
 
 /* ---- labels for rows that would print alike ---------------------------- */
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
 enum qualifier { Q_BASENAME, Q_PATH, Q_MODULE, Q_OFFSET, Q_LEVELS };
 
 /* The qualifier of r at a level; NULL: r has none there. */
@@ -132,7 +127,7 @@ static char *qualifier(const struct hp_row *r, enum qualifier level)
 {
 	char *q = NULL;
 	switch (level) {
-	case Q_BASENAME: return r->file ? strdup(base_name(r->file)) : NULL;
+	case Q_BASENAME: return r->file ? strdup(hp_path_base(r->file)) : NULL;
 	case Q_PATH: return r->file ? strdup(r->file) : NULL;
 	case Q_MODULE: return strdup(r->module);
 	default:

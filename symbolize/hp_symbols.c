@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "hp_symbols.h"
+#include "hp_path.h"
 
 #include "hp_pdb.h"
 #include "hp_pe.h"
@@ -104,12 +105,6 @@ static char *format_string(const char *fmt, ...)
 	return n < 0 ? NULL : s;
 }
 
-/* A PE module's path is the Windows one. */
-static const char *path_basename(const char *path)
-{
-	return hp_pe_basename(path);
-}
-
 static int is_regular_file(const char *path)
 {
 	struct stat st;
@@ -133,7 +128,7 @@ static int module_contains(const struct sym_module *m, uint64_t addr)
 
 static int copy_module(struct sym_module *dst, const struct hp_module *src)
 {
-	const char *base = src->path ? path_basename(src->path) : "";
+	const char *base = src->path ? hp_path_base(src->path) : "";
 	dst->bias = src->bias;
 	dst->name = strdup(*base ? base : unknown_module);
 	dst->build_id_len = src->build_id_len <= sizeof(dst->build_id) ? src->build_id_len : 0;
@@ -350,7 +345,7 @@ static int pdb_exists(const char *module_file, const char *pdb)
 		return 1;
 	const char *slash = strrchr(module_file, '/');
 	char *beside = format_string("%.*s%s", slash ? (int)(slash - module_file + 1) : 0, module_file,
-				     hp_pe_basename(pdb));
+				     hp_path_base(pdb));
 	int found = beside && is_regular_file(beside);
 	free(beside);
 	return found;
@@ -375,7 +370,7 @@ static int use_pdb(struct sym_module *m, const char *file, const char *pdb)
  */
 static int report_pe(struct hp_symbols *s, struct sym_module *m, const char *path)
 {
-	int windows = hp_pe_is_windows_path(path);
+	int windows = hp_path_is_windows(path);
 	char *local = windows ? hp_pe_local_path(path) : NULL;
 	const char *file = local ? local : path;
 	if (!*file || (windows && !local) || !hp_pe_is_pe(file)) {

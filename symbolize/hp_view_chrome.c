@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "hp_drive.h"
+#include "hp_path.h"
 
 #define WARN_BYTES (1ull << 30)
 /* A trace's events take about 1.5 bytes each (measured on examples/ and
@@ -196,12 +197,6 @@ static int pid_taken(const struct chrome *c, uint32_t pid)
 	return 0;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-	return slash ? slash + 1 : path ? path : "?";
-}
-
 static int trace_chrome(struct hp_view *v, const struct hp_analysis *a, char *err, size_t errlen)
 {
 	struct chrome *c = v->state;
@@ -217,7 +212,7 @@ static int trace_chrome(struct hp_view *v, const struct hp_analysis *a, char *er
 	while (pid_taken(c, pid))
 		pid += 1u << 22;
 	t[c->ntraces].pid = pid;
-	if (!(t[c->ntraces].process = strdup(base_name(a->info.exe)))) {
+	if (!(t[c->ntraces].process = strdup(hp_path_base(a->info.exe)))) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "hp_drive.h"
+#include "hp_path.h"
 
 #define BLOCK 4096u       /* events per block written to the file */
 #define FIRST_CAP 64u     /* a thread's buffer at first */
@@ -205,9 +206,7 @@ static int trace_speedscope(struct hp_view *v, const struct hp_analysis *a, char
 {
 	struct speedscope *s = v->state;
 	if (!s->program) {
-		const char *exe = a->info.exe ? a->info.exe : "?";
-		const char *slash = strrchr(exe, '/');
-		if (!(s->program = strdup(slash ? slash + 1 : exe))) {
+		if (!(s->program = strdup(hp_path_base(a->info.exe)))) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}

@@ -33,6 +33,8 @@ static struct tk_bytes file;
 /* own_time_trace with end_pairs: a calibration at the end too, after the events. */
 static uint32_t end_pairs;
 static uint64_t end_inside, end_outside;
+/* The program's path the PROCESS record gives; a test may set another. */
+static const char *exe;
 
 /* ---- a view that writes down what it is handed ------------------------- */
 
@@ -80,6 +82,19 @@ static int log_note(struct hp_view *v, struct hp_vthread *t, const struct hp_vno
 
 static const struct hp_view_ops log_ops = {
 	.name = "log", .enter = log_enter, .exit = log_exit, .note = log_note,
+};
+
+/* Each thread's program name, at its first outermost call. */
+static int log_process(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f)
+{
+	(void)v;
+	if (!f->depth)
+		say("t%u:%s ", t->tid, t->process);
+	return 0;
+}
+
+static const struct hp_view_ops process_ops = {
+	.name = "log", .enter = log_process,
 };
 
 static const struct hp_view_ops log_ops_in_time_order = {
@@ -152,6 +167,7 @@ static void setup(void)
 	err[0] = 0;
 	log_view = &log_ops;
 	end_pairs = 0;
+	exe = "/bin/prog";
 }
 
 static void teardown(void)
@@ -163,7 +179,7 @@ static void teardown(void)
 static void process_rec(struct tk_bytes *b)
 {
 	static const char *const argv[] = { "prog" };
-	tk_process_rec(b, 4321, HP_CLOCK_MONOTONIC, 1700000000000000000ull, 0, "/bin/prog", 1, argv);
+	tk_process_rec(b, 4321, HP_CLOCK_MONOTONIC, 1700000000000000000ull, 0, exe, 1, argv);
 }
 
 /* A trace's first records: the process, its clock, thread 100 "main" (and
@@ -202,6 +218,29 @@ START_TEST(test_every_call_unfiltered)
 	EXPECT("t100>0x10/0@100 t100>0x10/1@110r t100>0x20/2@130 t100>0x10/3@160r "
 	       "t100<0x10/3=10,10 t100<0x20/2=70,60+ t100<0x10/1=120,50+ t100<0x10/0=200,80+ ");
 	ck_assert_ptr_null(warned);
+}
+END_TEST
+
+/* Threads are named by the program's base name, of a Linux path or of a
+ * Windows one (a trace recorded on Windows). */
+START_TEST(test_process_named_by_base_name)
+{
+	static const char *const paths[][2] = {
+		{ "/bin/prog", "t100:prog " },
+		{ "C:\\dir\\prog.exe", "t100:prog.exe " },
+		{ "\\\\?\\D:\\x y\\p.exe", "t100:p.exe " },
+		{ "\\\\srv\\share\\q.exe", "t100:q.exe " },
+	};
+	log_view = &process_ops;
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		exe = paths[i][0];
+		memset(&file, 0, sizeof(file));
+		recursion(&file);
+		DRIVE(NULL);
+		EXPECT(paths[i][1]);
+		free(file.p);
+	}
+	memset(&file, 0, sizeof(file));
 }
 END_TEST
 
@@ -589,6 +628,7 @@ static Suite *suite(void)
 	TCase *core = tcase_create("core");
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_add_test(core, test_every_call_unfiltered);
+	tcase_add_test(core, test_process_named_by_base_name);
 	tcase_add_test(core, test_own_time_out_of_durations);
 	tcase_add_test(core, test_hook_cost_out_of_durations);
 	tcase_add_test(core, test_hook_cost_of_both_calibrations);

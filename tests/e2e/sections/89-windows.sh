@@ -95,6 +95,32 @@ else
 	check "winprog: info shows 4 threads, each with its events" "$(brief "$DIR/info")" \
 		[ "$(grep -Ec '^  stream [0-9]+ tid [0-9]+ .* [1-9][0-9]* events' "$DIR/info")" = 4 ]
 
+	# The trace names the program Z:\...\winprog.exe: every view that names
+	# a program by its base name names it winprog.exe (the report's header
+	# and info give the whole path, as of a Linux program).
+	win_names() { # LABEL FILE REGEX: a line of FILE matches, none holds a Z:\ path
+		check "program named by its base name: $1" "$(grep -ao 'Z:\\[^"]\{0,60\}\|.\{0,30\}winprog\.exe.\{0,30\}' "$2" | head -3 | tr '\n' '|')" \
+			all_of grep -aq "$3" "$2" -- bash -c '! grep -aqF "Z:\\" "$1"' sh "$2"
+	}
+	"$HP" report --per-thread "$PROG_TRACE" 2>&1 | grep '^## ' >"$T/win-per-thread"
+	win_names "report --per-thread" "$T/win-per-thread" '^## thread [0-9]* main, process [0-9]* winprog\.exe ('
+	"$HP" diff "$PROG_TRACE" "$PROG_TRACE" >"$T/win-diff" 2>&1
+	win_names "diff" "$T/win-diff" '^# old: .*, 1 run of winprog\.exe$'
+	for f in chrome perfetto speedscope callgrind pprof; do
+		"$HP" export --format=$f -o "$T/win-export.$f" "$PROG_TRACE" 2>"$T/win-export.$f.err"
+	done
+	win_names "export chrome" "$T/win-export.chrome" '"process_name","args":{"name":"winprog\.exe"}'
+	win_names "export perfetto" "$T/win-export.perfetto" 'winprog\.exe'
+	win_names "export speedscope" "$T/win-export.speedscope" '"name":"winprog\.exe pid [0-9]* tid [0-9]* main"'
+	win_names "export callgrind" "$T/win-export.callgrind" '^cmd: winprog\.exe$'
+	gzip -dc "$T/win-export.pprof" >"$T/win-export.pprof.raw" 2>/dev/null
+	win_names "export pprof" "$T/win-export.pprof.raw" 'winplug\.dll'
+	# No file found: the functions are MODULE+0xOFFSET, of the base name.
+	for v in tree graph replay; do
+		( cd "$T" && env -u WINEPREFIX HOME=/nonexistent "$HP" $v "$PROG_TRACE" >"$T/win-nofile.$v" 2>/dev/null )
+		win_names "$v, no file found" "$T/win-nofile.$v" 'winplug\.dll+0x[0-9a-f]'
+	done
+
 	# Without the Wine prefix, the files are found in the working directory.
 	( cd "$W" && env -u WINEPREFIX HOME=/nonexistent "$HP" report --format=csv "$PROG_TRACE" >"$T/win-cwd.csv" 2>"$T/win-cwd.err" )
 	if csv_to_tsv "$T/win-cwd.csv" >"$T/win-cwd.tsv" && [ ! -s "$T/win-cwd.err" ]; then

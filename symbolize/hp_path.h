@@ -1,0 +1,28 @@
+/*
+ * hp_path.h - paths a trace records, from Linux or from Windows.
+ *
+ * A trace recorded on Windows names its program and modules by Windows
+ * paths (C:\dir\prog.exe, \\?\C:\..., \\server\share\...); read on Linux
+ * they must still show as their base names. A backslash in a Linux path is
+ * part of a file name, so it separates only in a path that is Windows'.
+ */
+#ifndef HP_PATH_H
+#define HP_PATH_H
+
+#include <stddef.h>
+
+/* 1 if path is a Windows one: a drive (C:\ or C:/), possibly after a
+ * \\?\ or \??\ prefix, or a UNC path (\\server\share). */
+int hp_path_is_windows(const char *path);
+
+/* The last component of path, after '/' or, in a Windows path, '\';
+ * "?" for NULL. Points into path. */
+const char *hp_path_base(const char *path);
+
+/* The drive letter, lower case, of a path C:\... or C:/... (possibly
+ * after a \\?\ or \??\ prefix); 0 if it has none. Its rest after the
+ * colon: path + hp_path_drive_rest(path). */
+int hp_path_drive(const char *path);
+size_t hp_path_drive_rest(const char *path);
+
+#endif
