@@ -20,6 +20,8 @@
 
 #include "hp_analyze.h"
 #include "hp_funcmap.h"
+#include "hp_path.h"
+#include "hp_pe.h"
 #include "hp_symbols.h"
 
 static char *format_string(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -335,6 +337,103 @@ static int pack_module(const char *dir, const struct hp_module *tm, struct hp_pa
 	return store_module(dir, m, err, errlen);
 }
 
+/* ---- a PE module -------------------------------------------------------- */
+
+/* 1 if the file at path is a PE image with that CodeView identity (any,
+ * idlen 0). */
+static int is_traced_pe(const char *path, const uint8_t *id, size_t idlen)
+{
+	char err[256];
+	struct hp_pe *pe = path && hp_pe_is_pe(path) ? hp_pe_open(path, err, sizeof(err)) : NULL;
+	uint8_t have[HP_PE_IDENTITY_LEN];
+	int same = pe && (!idlen || (hp_pe_identity(pe, have) == idlen && !memcmp(have, id, idlen)));
+	hp_pe_close(pe);
+	return same;
+}
+
+/* An MSVC-built module (no DWARF, no COFF functions) names its functions
+ * from its PDB: stored beside the module's copy, where the reader and
+ * llvm-symbolizer look. 0, also when it has none; -1 if it cannot be
+ * stored. */
+static int store_pdb(const char *dir, struct hp_pack_module *m, char *err, size_t errlen)
+{
+	struct hp_pe *pe = hp_pe_open(m->source, err, errlen);
+	if (!pe)
+		return -1;
+	const char *pdb = hp_pe_has_dwarf(pe) || hp_pe_function_count(pe) ? NULL : hp_pe_pdb_path(pe);
+	char *found = pdb ? hp_symbols_pdb_file(m->source, pdb) : NULL;
+	const char *slash = strrchr(m->stored, '/');
+	char *to = found ? format_string("%s/%.*s%s", dir, (int)(slash - m->stored + 1), m->stored,
+					 hp_path_base(pdb))
+			 : NULL;
+	int rc = 0;
+	if (pdb)
+		m->kind = found ? HP_PACK_WITH_PDB : HP_PACK_NO_PDB;
+	if (found && (!to || (!same_file(found, to) && copy_file(found, to)))) {
+		snprintf(err, errlen, "cannot store %s in %s: %s", found, dir,
+			 to ? strerror(errno) : "out of memory");
+		rc = -1;
+	}
+	if (found && !rc) {
+		m->bytes += file_size(found);
+		m->pdb = found;
+		found = NULL;
+	}
+	free(found);
+	free(to);
+	hp_pe_close(pe);
+	return rc;
+}
+
+/*
+ * Found where the symbolizer finds it (the Wine prefix's drive, then the
+ * working directory) and known by its CodeView identity; one without is
+ * stored by its path, as an ELF file without a build-id.
+ */
+static int pack_pe_module(const char *dir, const struct hp_module *tm, struct hp_pack_module *m,
+			  char *err, size_t errlen)
+{
+	size_t idlen = tm->build_id_len;
+	char *name = hp_symbols_pe_pack_name(m->path, tm->build_id, idlen);
+	if (!name) {
+		m->status = HP_PACK_MISSING; /* no name to store it under */
+		return 0;
+	}
+	char *there = format_string("%s/%s", dir, name);
+	if (!there) {
+		free(name);
+		return snprintf(err, errlen, "out of memory"), -1;
+	}
+	char *local = hp_pe_local_path(m->path);
+	int rc = 0;
+	m->kind = HP_PACK_MAIN;
+	if (!is_traced_pe(local, tm->build_id, idlen)) {
+		/* Packed before the rebuild: packing again keeps it. */
+		m->kind = HP_PACK_KEPT;
+		m->status = is_traced_pe(there, tm->build_id, idlen) ? HP_PACK_STORED
+			    : local ? HP_PACK_REBUILT : HP_PACK_MISSING;
+		free(local);
+		local = m->status == HP_PACK_STORED ? strdup(there) : NULL;
+		if (m->status == HP_PACK_STORED && !local)
+			rc = (snprintf(err, errlen, "out of memory"), -1);
+	}
+	if (local) {
+		m->source = local;
+		m->stored = name;
+		name = NULL;
+		m->bytes = file_size(local);
+		if (!same_file(local, there) && copy_file(local, there)) {
+			snprintf(err, errlen, "cannot store %s as %s: %s", local, there, strerror(errno));
+			rc = -1;
+		} else {
+			rc = store_pdb(dir, m, err, errlen);
+		}
+	}
+	free(name);
+	free(there);
+	return rc;
+}
+
 /* ---- the whole trace ---------------------------------------------------- */
 
 /* The same object listed twice (loaded again) is packed once. */
@@ -359,6 +458,8 @@ static const char *kind_words(enum hp_pack_kind k)
 	case HP_PACK_STRIPPED: return "the traced file, stripped (dynamic symbols only)";
 	case HP_PACK_BY_BUILD_ID: return "found by build-id";
 	case HP_PACK_KEPT: return "already in the pack";
+	case HP_PACK_WITH_PDB: return "the traced file and its PDB";
+	case HP_PACK_NO_PDB: return "the traced file; its PDB, neither at its recorded path nor beside it, not stored (no names)";
 	}
 	return "?";
 }
@@ -424,7 +525,8 @@ static int pack_modules(const struct hp_analysis *a, const uint8_t *used, struct
 			m->status = HP_PACK_UNUSED;
 			continue;
 		}
-		if (pack_module(out->dir, tm, m, debug_path, err, errlen))
+		if (hp_path_is_windows(m->path) ? pack_pe_module(out->dir, tm, m, err, errlen)
+						: pack_module(out->dir, tm, m, debug_path, err, errlen))
 			return -1;
 	}
 	add_bytes(out);
@@ -468,6 +570,7 @@ void hp_pack_free(struct hp_pack *p)
 		free(p->mod[i].path);
 		free(p->mod[i].source);
 		free(p->mod[i].stored);
+		free(p->mod[i].pdb);
 	}
 	free(p->mod);
 	free(p->dir);

@@ -9,7 +9,10 @@
  * has them, else its separate debug file. A file with a build-id goes to
  * DIR/.build-id/xx/yyyy.debug, where libdwfl looks for it; one without goes
  * to DIR/by-path/ABSOLUTE-PATH, which hp_symbols_for_trace prefers to the
- * file now at that path. DIR/MODULES lists what was stored, for people.
+ * file now at that path. A PE module (a Windows path, hp_pe.h) is found as
+ * the symbolizer finds it (hp_pe_local_path) and goes to
+ * DIR/pe/IDENTITY/NAME, with the PDB of an MSVC-built one beside it, or,
+ * without an identity, to DIR/pe/by-path/DRIVE/... (hp_symbols.h). DIR/MODULES lists what was stored, for people.
  */
 #ifndef HP_PACK_H
 #define HP_PACK_H
@@ -34,6 +37,9 @@ enum hp_pack_kind {
 	HP_PACK_BY_BUILD_ID,   /* found by build-id in the debug directories */
 	HP_PACK_KEPT,          /* the file at its path is not the traced one, but
 				* the pack has it from before */
+	HP_PACK_WITH_PDB,      /* a PE module built by MSVC, and its PDB */
+	HP_PACK_NO_PDB,        /* a PE module built by MSVC, its PDB not found:
+				* no names */
 };
 
 struct hp_pack_module {
@@ -43,7 +49,8 @@ struct hp_pack_module {
 	enum hp_pack_kind kind;
 	char *source;          /* the file stored, or NULL */
 	char *stored;          /* its name in the pack, or NULL */
-	uint64_t bytes;        /* its size */
+	char *pdb;             /* HP_PACK_WITH_PDB: the PDB stored beside it */
+	uint64_t bytes;        /* its size (with its PDB's) */
 };
 
 struct hp_pack {

@@ -337,18 +337,90 @@ static int fall_back(struct sym_module *m, char *why)
 	return why ? 1 : -1;
 }
 
-/* Where llvm-symbolizer looks for a PDB: at the path the CodeView record
- * names, then under its base name beside the module. */
-static int pdb_exists(const char *module_file, const char *pdb)
+char *hp_symbols_pdb_file(const char *module_file, const char *pdb)
 {
 	if (is_regular_file(pdb))
-		return 1;
+		return strdup(pdb);
 	const char *slash = strrchr(module_file, '/');
 	char *beside = format_string("%.*s%s", slash ? (int)(slash - module_file + 1) : 0, module_file,
 				     hp_path_base(pdb));
-	int found = beside && is_regular_file(beside);
-	free(beside);
-	return found;
+	if (beside && !is_regular_file(beside)) {
+		free(beside);
+		beside = NULL;
+	}
+	return beside;
+}
+
+static int pdb_exists(const char *module_file, const char *pdb)
+{
+	char *found = hp_symbols_pdb_file(module_file, pdb);
+	free(found);
+	return found != NULL;
+}
+
+/* A base name that names a file in a directory, not the directory or its
+ * parent. */
+static int usable_base_name(const char *base)
+{
+	return *base && strcmp(base, ".") && strcmp(base, "..");
+}
+
+/* pe/by-path/DRIVE/DIR/.../NAME of a PE module without an identity (DRIVE
+ * "-" for a UNC path): its Windows path's components, none of which may
+ * lead out of the pack. */
+static char *pe_pack_name_by_path(const char *path)
+{
+	static const char prefix[] = HP_SYMBOLS_PACK_PE HP_SYMBOLS_PACK_BY_PATH "/";
+	int drive = hp_path_drive(path);
+	const char *p = drive ? path + hp_path_drive_rest(path) : path;
+	/* Each component with its '/' takes no more than it and its separator. */
+	char *name = malloc(sizeof(prefix) + 2 + strlen(p));
+	if (!name)
+		return NULL;
+	char *out = name + sprintf(name, "%s%c", prefix, drive ? drive : '-');
+	while (*p) {
+		size_t n = strcspn(p, "\\/");
+		if (n) {
+			*out = '/';
+			memcpy(out + 1, p, n);
+			out[n + 1] = 0;
+			if (!usable_base_name(out + 1)) {
+				free(name);
+				return NULL;
+			}
+			out += n + 1;
+		}
+		p += n + (p[n] != 0);
+	}
+	*out = 0;
+	return name;
+}
+
+char *hp_symbols_pe_pack_name(const char *path, const uint8_t *id, size_t idlen)
+{
+	char hex[2 * HP_PE_IDENTITY_LEN + 1];
+	const char *base = hp_path_base(path);
+	if (idlen > HP_PE_IDENTITY_LEN || !usable_base_name(base))
+		return NULL;
+	if (!idlen)
+		return pe_pack_name_by_path(path);
+	hex_string(id, idlen, hex);
+	return format_string(HP_SYMBOLS_PACK_PE "%s/%s", hex, base);
+}
+
+/* The copy of the PE module at path that hookprof pack took, or NULL. As
+ * for an ELF module, the copy is preferred: it is the traced file, or,
+ * without an identity, the better guess. */
+static char *packed_pe(const struct hp_symbols *s, const struct sym_module *m, const char *path)
+{
+	char *name = s->pack_dir ? hp_symbols_pe_pack_name(path, m->build_id, m->build_id_len) : NULL;
+	char *packed = name ? format_string("%s/%s", s->pack_dir, name) : NULL;
+	free(name);
+	if (packed && !is_regular_file(packed)) {
+		free(packed);
+		packed = NULL;
+	}
+	return packed;
 }
 
 /* An MSVC-built module: its names come from its PDB, if it is here. */
@@ -362,8 +434,8 @@ static int use_pdb(struct sym_module *m, const char *file, const char *pdb)
 }
 
 /*
- * A PE module (hp_pe.h), from its Windows path mapped to a file here or
- * from a path that is a PE file: its identity is the CodeView GUID and age,
+ * A PE module (hp_pe.h), from its copy in the trace's pack, its Windows path
+ * mapped to a file here, or a path that is a PE file: its identity is the CodeView GUID and age,
  * its names come from the ELF view of its DWARF and COFF symbols, or from
  * its PDB when it has neither. 1: it was a PE module; 0: it is not one;
  * -1: out of memory.
@@ -371,7 +443,9 @@ static int use_pdb(struct sym_module *m, const char *file, const char *pdb)
 static int report_pe(struct hp_symbols *s, struct sym_module *m, const char *path)
 {
 	int windows = hp_path_is_windows(path);
-	char *local = windows ? hp_pe_local_path(path) : NULL;
+	char *local = windows ? packed_pe(s, m, path) : NULL;
+	if (windows && !local)
+		local = hp_pe_local_path(path);
 	const char *file = local ? local : path;
 	if (!*file || (windows && !local) || !hp_pe_is_pe(file)) {
 		free(local);

@@ -51,10 +51,24 @@ struct hp_symbols *hp_symbols_new_debug_path(const struct hp_module *modules, si
  * The pack of a trace (hookprof pack, hp_pack.h): the directory TRACE.symbols
  * beside it holds the traced files by build-id, as libdwfl looks for them
  * (.build-id/xx/yyyy.debug), and those without a build-id under by-path/
- * at their recorded absolute path.
+ * at their recorded absolute path. A PE module (hp_pe.h) goes to
+ * pe/IDENTITY/NAME: IDENTITY its CodeView GUID and age in hex, NAME the base
+ * name of its Windows path; an MSVC-built one's PDB beside it, under the
+ * PDB's base name, where llvm-symbolizer looks. One without an identity
+ * goes to pe/by-path/DRIVE/DIR/.../NAME (DRIVE the letter, "-" for a UNC
+ * path), which the reader prefers to the file its path maps to.
  */
 #define HP_SYMBOLS_PACK_SUFFIX ".symbols"
 #define HP_SYMBOLS_PACK_BY_PATH "by-path"
+#define HP_SYMBOLS_PACK_PE "pe/"
+/* The name in a pack (relative to it) of the PE module at path with that
+ * identity (idlen 0: none): malloc'd; NULL if out of memory, or if its
+ * path has a component "." or "..", or no base name. */
+char *hp_symbols_pe_pack_name(const char *path, const uint8_t *id, size_t idlen);
+/* Where llvm-symbolizer finds an MSVC-built module's PDB: at the path the
+ * CodeView record names, then under its base name beside the module file.
+ * malloc'd; NULL if in neither place (or out of memory). */
+char *hp_symbols_pdb_file(const char *module_file, const char *pdb);
 /* libdwfl's own default debuginfo_path. */
 #define HP_SYMBOLS_DEFAULT_DEBUG_PATH ":.debug:/usr/lib/debug"
 /* TRACE.symbols, malloc'd; NULL if out of memory. */

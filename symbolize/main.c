@@ -331,7 +331,8 @@ static void print_pack(FILE *out, const char *trace, const struct hp_pack *p, in
 		stored += m->status == HP_PACK_STORED;
 		unused += m->status == HP_PACK_UNUSED;
 		if ((verbose && m->status != HP_PACK_UNUSED) || m->status == HP_PACK_REBUILT ||
-		    m->status == HP_PACK_MISSING)
+		    m->status == HP_PACK_MISSING ||
+		    m->kind == HP_PACK_NO_PDB)
 			fprintf(out, "hookprof: %s: %s%s%s\n", *m->path ? m->path : "(no path)",
 				hp_pack_describe(m), m->source && verbose ? " " : "",
 				m->source && verbose ? m->source : "");

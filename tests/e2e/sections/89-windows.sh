@@ -174,6 +174,36 @@ else
 		nok "rebuild winprog.exe" "$(brief "$T/win-rebuild.log")"
 	fi
 	cp "$T/winprog.exe.orig" "$W/winprog.exe"
+
+	# Packed, the trace is named with the binaries gone: the exe and the
+	# PDB's DLL by their CodeView identity, winplug.dll (none) by path.
+	PACKED=$T/win-packed
+	mkdir -p "$PACKED/elsewhere"
+	cp "$PROG_TRACE" "$PACKED/trace.hookprof"
+	"$HP" pack "$PACKED/trace.hookprof" >"$T/win-pack.out" 2>"$T/win-pack.err"
+	check "pack: stores winprog.exe, winplug.dll and msvcmod.dll with its PDB" "$(brief "$T/win-pack.err")" \
+		all_of grep -q "symbols of .* kept in .* ($((2 + HAVE_MSVC)) modules," "$T/win-pack.err" -- \
+		bash -c '[ $1 = 0 ] || grep -q "msvcmod\.dll: the traced file and its PDB" "$2"' sh "$HAVE_MSVC" "$T/win-pack.err"
+	mv "$W" "$W.away"
+	( cd "$PACKED/elsewhere" && env -u WINEPREFIX HOME=/nonexistent "$HP" report --format=csv ../trace.hookprof \
+		>"$T/win-packed.csv" 2>"$T/win-packed.err" )
+	if csv_to_tsv "$T/win-packed.csv" >"$T/win-packed.tsv" && [ ! -s "$T/win-packed.err" ]; then
+		saved_tsv=$TSV
+		TSV=$T/win-packed.tsv
+		expect_calls "packed, the binaries gone" winprog.exe w_leaf=600 main=1
+		expect_calls "packed, the binaries gone" winplug.dll plug_leaf=5
+		[ $HAVE_MSVC = 1 ] && expect_calls "packed, the binaries gone: the PDB from the pack" msvcmod.dll msv_leaf=4
+		TSV=$saved_tsv
+	else
+		nok "packed, the binaries gone: report works" "$(brief "$T/win-packed.err") $(brief "$T/win-packed.tsv")"
+	fi
+	# The pack is what names them: without it, module+0xOFFSET.
+	mv "$PACKED/trace.hookprof.symbols" "$PACKED/away.symbols"
+	( cd "$PACKED/elsewhere" && env -u WINEPREFIX HOME=/nonexistent "$HP" report --format=csv ../trace.hookprof \
+		>"$T/win-unpacked.csv" 2>/dev/null )
+	check "without the pack, the binaries gone: no names" "$(brief "$T/win-unpacked.csv")" \
+		bash -c '! grep -q "w_leaf\|plug_leaf\|msv_leaf" "$1"' sh "$T/win-unpacked.csv"
+	mv "$W.away" "$W"
 	wineserver -k 2>/dev/null
 	# The prefix's server directory, /tmp/wine-XXXXXX/server-DEV-INODE
 	# (named after the prefix's device and inode), goes with the prefix.
