@@ -108,67 +108,22 @@ static void teardown(void)
 
 /* ------------------------------------------------------- traces */
 
-struct module_desc {
-	const char *path;
-	const uint8_t *id;
-	size_t idlen;
-	uint64_t bias, start, size;
-};
-
-static void modules_rec(struct tk_bytes *b, const struct module_desc *m, uint32_t n)
-{
-	size_t r = tk_rec_begin(b, HP_REC_MODULES);
-	tk_put32(b, n);
-	for (uint32_t i = 0; i < n; i++) {
-		tk_put64(b, m[i].bias);
-		tk_putstr(b, m[i].path);
-		tk_put32(b, (uint32_t)m[i].idlen);
-		tk_put(b, m[i].id, m[i].idlen);
-		tk_put32(b, 1);
-		tk_put64(b, m[i].start), tk_put64(b, m[i].size), tk_put64(b, 0);
-		tk_put32(b, 5), tk_put32(b, 0);
-	}
-	tk_rec_end(b, r);
-}
-
-static void put_uleb(struct tk_bytes *b, uint64_t v)
-{
-	do {
-		uint8_t byte = v & 0x7f;
-		v >>= 7;
-		tk_put8(b, byte | (v ? 0x80 : 0));
-	} while (v);
-}
-
 static uint64_t target_addr(void)
 {
 	return (uint64_t)(uintptr_t)target_fn;
 }
 
 /* A trace of one call of the function at addr, with the modules given. */
-static void write_trace(const struct module_desc *m, uint32_t n, uint64_t addr)
+static void write_trace(const struct tk_module *m, uint32_t n, uint64_t addr)
 {
-	static const char *const argv[] = { "prog" };
-	tk_header(&file);
-	tk_process_rec(&file, 4321, HP_CLOCK_MONOTONIC, 1700000000000000000ull, 0, prog, 1, argv);
-	tk_clock_rec(&file, 0, 0);
-	modules_rec(&file, m, n);
-	tk_thread_rec(&file, 0, 100, "main");
-	struct tk_bytes ev = { 0 };
-	tk_put8(&ev, 0x43); /* function 0 is addr */
-	put_uleb(&ev, addr);
-	tk_put8(&ev, 0x00), tk_put8(&ev, 0x0a); /* enter it @10 */
-	tk_put8(&ev, 0x82);                     /* and return @12 */
-	tk_events_rec(&file, 0, 2, ev.p, ev.n);
-	free(ev.p);
-	tk_end_rec(&file, 2, 0, 1);
+	tk_one_call_trace(&file, prog, m, n, addr);
 	tk_save(trace, &file);
 }
 
 /* This binary's copy at prog, recorded with the given build-id. */
-static struct module_desc prog_module(const uint8_t *id, size_t idlen)
+static struct tk_module prog_module(const uint8_t *id, size_t idlen)
 {
-	return (struct module_desc){ prog, id, idlen, self.bias, target_addr() & ~0xfffull, 0x10000 };
+	return (struct tk_module){ prog, id, idlen, self.bias, target_addr() & ~0xfffull, 0x10000 };
 }
 
 static void pack_ok(int flags)
@@ -208,16 +163,7 @@ static off_t size_of(const char *p)
 static const char *name_of_target(void)
 {
 	static char name[256];
-	struct hp_analysis a;
-	ck_assert_int_eq(hp_analyze(trace, 0, NULL, NULL, &a, err, sizeof(err)), 0);
-	struct hp_symbols *s = hp_symbols_for_trace(trace, a.info.modules, a.info.nmodules, err,
-						    sizeof(err));
-	ck_assert_msg(s != NULL, "hp_symbols_for_trace: %s", err);
-	struct hp_symbol sym;
-	hp_symbols_lookup_in(s, a.func_module[0], target_addr(), &sym);
-	snprintf(name, sizeof(name), "%s", sym.name);
-	hp_symbols_free(s);
-	hp_analysis_free(&a);
+	tk_name_of_function0(trace, target_addr(), name, sizeof(name));
 	return name;
 }
 
@@ -225,7 +171,7 @@ static const char *name_of_target(void)
 
 START_TEST(test_named_module_stored_by_build_id)
 {
-	struct module_desc m[2] = {
+	struct tk_module m[2] = {
 		prog_module(self.id, self.idlen),
 		/* listed, never called: not stored */
 		{ "/nonexistent/libunused.so", (const uint8_t *)"\x01\x02\x03\x04", 4,
@@ -250,7 +196,7 @@ END_TEST
  * without the pack, they are not. */
 START_TEST(test_pack_names_after_the_program_is_gone)
 {
-	struct module_desc m = prog_module(self.id, self.idlen);
+	struct tk_module m = prog_module(self.id, self.idlen);
 	write_trace(&m, 1, target_addr());
 	pack_ok(0);
 	ck_assert_int_eq(unlink(prog), 0);
@@ -266,7 +212,7 @@ END_TEST
 START_TEST(test_rebuilt_file_not_stored)
 {
 	static const uint8_t other[20] = { 0xab, 0xcd, 0xef, 0x01 };
-	struct module_desc m = prog_module(other, sizeof(other));
+	struct tk_module m = prog_module(other, sizeof(other));
 	write_trace(&m, 1, target_addr());
 	pack_ok(0);
 	ck_assert_int_eq(pack.mod[0].status, HP_PACK_REBUILT);
@@ -281,7 +227,7 @@ END_TEST
 START_TEST(test_missing_file_not_stored)
 {
 	static const uint8_t other[20] = { 0x12, 0x34 };
-	struct module_desc m = prog_module(other, sizeof(other));
+	struct tk_module m = prog_module(other, sizeof(other));
 	ck_assert_int_eq(unlink(prog), 0);
 	write_trace(&m, 1, target_addr());
 	pack_ok(0);
@@ -299,7 +245,7 @@ START_TEST(test_no_build_id_kept_by_path)
 	snprintf(cmd, sizeof(cmd), "objcopy --remove-section=.note.gnu.build-id '%s' '%s'", prog,
 		 nobuild);
 	ck_assert_int_eq(system(cmd), 0);
-	struct module_desc m = prog_module(NULL, 0);
+	struct tk_module m = prog_module(NULL, 0);
 	m.path = nobuild;
 	write_trace(&m, 1, target_addr());
 	pack_ok(0);
@@ -316,7 +262,7 @@ END_TEST
 /* Packing again after the rebuild keeps what the pack already has. */
 START_TEST(test_repack_after_rebuild_keeps_the_file)
 {
-	struct module_desc m = prog_module(self.id, self.idlen);
+	struct tk_module m = prog_module(self.id, self.idlen);
 	write_trace(&m, 1, target_addr());
 	pack_ok(0);
 	copy_file("/bin/true", prog);
@@ -336,7 +282,7 @@ START_TEST(test_all_modules_flag_stores_the_uncalled)
 	copy_file("/bin/true", second);
 	uint8_t id[64];
 	size_t idlen = build_id_of(second, id);
-	struct module_desc m[2] = {
+	struct tk_module m[2] = {
 		prog_module(self.id, self.idlen),
 		{ second, id, idlen, 0x7f0000000000ull, 0x7f0000001000ull, 0x1000 },
 	};
@@ -354,7 +300,7 @@ END_TEST
 /* The same object listed twice (loaded again elsewhere) is one entry. */
 START_TEST(test_object_listed_twice_packed_once)
 {
-	struct module_desc m[2] = { prog_module(self.id, self.idlen),
+	struct tk_module m[2] = { prog_module(self.id, self.idlen),
 				    prog_module(self.id, self.idlen) };
 	m[1].bias += 0x100000000ull;
 	m[1].start += 0x100000000ull;
@@ -375,7 +321,7 @@ END_TEST
 
 START_TEST(test_pack_dir_that_cannot_be_made_fails)
 {
-	struct module_desc m = prog_module(self.id, self.idlen);
+	struct tk_module m = prog_module(self.id, self.idlen);
 	write_trace(&m, 1, target_addr());
 	char bad[PATH_MAX * 2];
 	snprintf(bad, sizeof(bad), "%s/t.hookprof/sub", dir); /* under a regular file */

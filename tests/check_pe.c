@@ -1,6 +1,6 @@
 /*
  * check_pe.c - hp_pe (PE images, their ELF view, Windows paths) and hp_pdb,
- * and hp_symbols naming PE modules, on PE images built byte by byte here
+ * hp_symbols naming PE modules, and hp_pack storing them, on PE images built byte by byte here
  * (no mingw needed): a .text with two COFF functions, an .rdata with the
  * debug directory and a CodeView record, and, in one variant, a section
  * under a long name (".debug_info", from the COFF string table).
@@ -19,6 +19,7 @@
 
 #include "testkit.h"
 
+#include "../symbolize/hp_pack.h"
 #include "../symbolize/hp_pdb.h"
 #include "../symbolize/hp_pe.h"
 #include "../symbolize/hp_symbols.h"
@@ -603,6 +604,171 @@ START_TEST(test_symbols_pdb_missing)
 }
 END_TEST
 
+/* ---- hp_pack on PE modules ---------------------------------------------- */
+
+static char pdir[PATH_MAX], pfile[PATH_MAX + 64], ptrace[PATH_MAX + 64];
+static struct hp_pack pack;
+
+static void pack_setup(void)
+{
+	tk_make_test_dir(pdir, sizeof(pdir), top);
+	memset(&pack, 0, sizeof(pack));
+}
+
+static void pack_teardown(void)
+{
+	hp_pack_free(&pack);
+	unsetenv("WINEPREFIX");
+}
+
+/* A Wine prefix whose drive z: is pdir/win, with the image o there as
+ * sub/NAME (its path in pfile); the trace ptrace (pdir/t.hookprof) of one
+ * call of its first function, the module recorded as Z:\sub\NAME, with
+ * its identity or none. */
+static void pe_trace(const struct pe_opts *o, const char *name, int with_identity)
+{
+	char p[PATH_MAX + 64], link[PATH_MAX + 64], winpath[64];
+	static const char *const made[] = { "prefix", "prefix/dosdevices", "win", "win/sub" };
+	for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", pdir, made[i]);
+		ck_assert_int_eq(mkdir(p, 0700), 0);
+	}
+	snprintf(p, sizeof(p), "%s/prefix", pdir);
+	setenv("WINEPREFIX", p, 1);
+	snprintf(link, sizeof(link), "%s/prefix/dosdevices/z:", pdir);
+	snprintf(p, sizeof(p), "%s/win", pdir);
+	ck_assert_int_eq(symlink(p, link), 0);
+	snprintf(p, sizeof(p), "%s/win/sub", pdir);
+	save_built(o, p, name, pfile, sizeof(pfile));
+	snprintf(winpath, sizeof(winpath), "Z:\\sub\\%s", name);
+	uint64_t bias = 0x7f0000000ull;
+	struct hp_module hm = pe_module(winpath, bias, with_identity);
+	struct tk_module m = { winpath, hm.build_id, hm.build_id_len, bias, hm.seg[0].start, hm.seg[0].size };
+	struct tk_bytes b = { 0 };
+	tk_one_call_trace(&b, winpath, &m, 1, IMAGE_BASE + bias + TEXT_RVA);
+	snprintf(ptrace, sizeof(ptrace), "%s/t.hookprof", pdir);
+	tk_save(ptrace, &b);
+	free(b.p);
+}
+
+/* Packs ptrace into pack: its one module's status and kind. */
+static void pack_expect(enum hp_pack_status status, enum hp_pack_kind kind)
+{
+	char err[512] = "";
+	hp_pack_free(&pack);
+	ck_assert_msg(hp_pack_trace(ptrace, NULL, 0, &pack, err, sizeof(err)) == 0, "hp_pack_trace: %s", err);
+	ck_assert_uint_eq(pack.n, 1);
+	ck_assert_int_eq(pack.mod[0].status, status);
+	if (status == HP_PACK_STORED)
+		ck_assert_int_eq(pack.mod[0].kind, kind);
+}
+
+static const char *name_in_trace(void)
+{
+	static char name[256];
+	tk_name_of_function0(ptrace, IMAGE_BASE + 0x7f0000000ull + TEXT_RVA, name, sizeof(name));
+	return name;
+}
+
+/* ptrace's pack, or a file in it: pdir/t.hookprof.symbols/REL. */
+static const char *in_pack(const char *rel)
+{
+	static char p[2 * PATH_MAX];
+	snprintf(p, sizeof(p), "%s.symbols%s%s", ptrace, *rel ? "/" : "", rel);
+	return p;
+}
+
+/* The identity as the pack names it: GUID bytes as stored, then the age. */
+#define IDENTITY_HEX "1032547698badcfe0123456789abcdef03000000"
+
+START_TEST(test_pack_pe_named_after_it_is_gone)
+{
+	pe_trace(&no_dwarf, "x.exe", 1);
+	pack_expect(HP_PACK_STORED, HP_PACK_MAIN);
+	ck_assert_str_eq(pack.mod[0].stored, "pe/" IDENTITY_HEX "/x.exe");
+	ck_assert_int_eq(unlink(pfile), 0);
+	ck_assert_str_eq(name_in_trace(), "main_fn");
+	/* Without the pack, the module is gone. */
+	char away[PATH_MAX + 16];
+	snprintf(away, sizeof(away), "%s/away", pdir);
+	ck_assert_int_eq(rename(in_pack(""), away), 0);
+	ck_assert_str_eq(name_in_trace(), "x.exe+0x140001000");
+}
+END_TEST
+
+/* Packed again after a rebuild: the copy packed before is kept; a first
+ * pack after it stores nothing. */
+START_TEST(test_pack_pe_rebuilt)
+{
+	pe_trace(&no_dwarf, "x.exe", 1);
+	pack_expect(HP_PACK_STORED, HP_PACK_MAIN);
+	const struct pe_opts rebuilt = { 0, 0, 1 }; /* another identity: none */
+	char sub[PATH_MAX + 16];
+	snprintf(sub, sizeof(sub), "%s/win/sub", pdir);
+	save_built(&rebuilt, sub, "x.exe", pfile, sizeof(pfile));
+	pack_expect(HP_PACK_STORED, HP_PACK_KEPT);
+	ck_assert_str_eq(name_in_trace(), "main_fn");
+	tk_remove_tree(in_pack(""));
+	pack_expect(HP_PACK_REBUILT, 0);
+	ck_assert_ptr_null(pack.mod[0].stored);
+	ck_assert_int_eq(unlink(pfile), 0);
+	pack_expect(HP_PACK_MISSING, 0);
+}
+END_TEST
+
+/* An MSVC-built module: its PDB, found beside it, is stored beside its copy. */
+START_TEST(test_pack_pe_with_its_pdb)
+{
+	const struct pe_opts msvc = { 1, 0, 0 };
+	pe_trace(&msvc, "m.dll", 1);
+	pack_expect(HP_PACK_STORED, HP_PACK_NO_PDB);
+	ck_assert_int_ne(access(in_pack("pe/" IDENTITY_HEX "/x.pdb"), F_OK), 0);
+	char pdb[PATH_MAX + 32];
+	snprintf(pdb, sizeof(pdb), "%s/win/sub/x.pdb", pdir);
+	struct tk_bytes b = { 0 };
+	tk_put(&b, "a PDB", 5);
+	tk_save(pdb, &b);
+	free(b.p);
+	pack_expect(HP_PACK_STORED, HP_PACK_WITH_PDB);
+	ck_assert_ptr_nonnull(pack.mod[0].pdb); /* beside the module, through the prefix */
+	ck_assert_str_eq(pack.mod[0].pdb + strlen(pack.mod[0].pdb) - strlen("/sub/x.pdb"), "/sub/x.pdb");
+	ck_assert_int_eq(access(in_pack("pe/" IDENTITY_HEX "/x.pdb"), F_OK), 0);
+}
+END_TEST
+
+/* No CodeView record: stored by its Windows path, and read from there
+ * rather than from the file at that path. */
+START_TEST(test_pack_pe_without_identity_by_path)
+{
+	const struct pe_opts no_codeview = { 0, 0, 1 };
+	pe_trace(&no_codeview, "y.dll", 0);
+	pack_expect(HP_PACK_STORED, HP_PACK_MAIN);
+	ck_assert_str_eq(pack.mod[0].stored, "pe/by-path/z/sub/y.dll");
+	ck_assert_int_eq(unlink(pfile), 0);
+	ck_assert_str_eq(name_in_trace(), "main_fn");
+}
+END_TEST
+
+START_TEST(test_pe_pack_names)
+{
+	uint8_t id[20] = { 0xab };
+	char *n = hp_symbols_pe_pack_name("C:\\a\\..\\x.dll", id, sizeof(id));
+	ck_assert_str_eq(n, "pe/ab00000000000000000000000000000000000000/x.dll");
+	free(n);
+	n = hp_symbols_pe_pack_name("\\\\srv\\share\\\\x.dll", NULL, 0);
+	ck_assert_str_eq(n, "pe/by-path/-/srv/share/x.dll");
+	free(n);
+	n = hp_symbols_pe_pack_name("\\\\?\\C:\\d/x.dll", NULL, 0);
+	ck_assert_str_eq(n, "pe/by-path/c/d/x.dll");
+	free(n);
+	/* Nothing that leads out of the pack, nothing without a name. */
+	ck_assert_ptr_null(hp_symbols_pe_pack_name("C:\\a\\..\\x.dll", NULL, 0));
+	ck_assert_ptr_null(hp_symbols_pe_pack_name("C:\\.\\x.dll", NULL, 0));
+	ck_assert_ptr_null(hp_symbols_pe_pack_name("C:\\a\\..", id, sizeof(id)));
+	ck_assert_ptr_null(hp_symbols_pe_pack_name("C:\\a\\", id, sizeof(id)));
+}
+END_TEST
+
 static Suite *pe_suite(void)
 {
 	Suite *s = suite_create("pe");
@@ -632,6 +798,14 @@ static Suite *pe_suite(void)
 	tcase_add_test(symbols, test_symbols_pdb_module);
 	tcase_add_test(symbols, test_symbols_pdb_missing);
 	suite_add_tcase(s, symbols);
+	TCase *packing = tcase_create("pack");
+	tcase_add_checked_fixture(packing, pack_setup, pack_teardown);
+	tcase_add_test(packing, test_pack_pe_named_after_it_is_gone);
+	tcase_add_test(packing, test_pack_pe_rebuilt);
+	tcase_add_test(packing, test_pack_pe_with_its_pdb);
+	tcase_add_test(packing, test_pack_pe_without_identity_by_path);
+	tcase_add_test(packing, test_pe_pack_names);
+	suite_add_tcase(s, packing);
 	return s;
 }
 

@@ -18,6 +18,7 @@
 #include "hp_format.h"
 
 #include "../symbolize/hp_analyze.h"
+#include "../symbolize/hp_symbols.h"
 
 /* ------------------------------------------------------ running a suite */
 
@@ -220,6 +221,65 @@ void tk_end_rec(struct tk_bytes *b, uint64_t events, uint64_t lost, uint32_t str
 	tk_put32(b, streams);
 	tk_put32(b, 0);
 	tk_rec_end(b, r);
+}
+
+void tk_modules_rec(struct tk_bytes *b, const struct tk_module *m, uint32_t n)
+{
+	size_t r = tk_rec_begin(b, HP_REC_MODULES);
+	tk_put32(b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		tk_put64(b, m[i].bias);
+		tk_putstr(b, m[i].path);
+		tk_put32(b, (uint32_t)m[i].idlen);
+		tk_put(b, m[i].id, m[i].idlen);
+		tk_put32(b, 1);
+		tk_put64(b, m[i].start), tk_put64(b, m[i].size), tk_put64(b, 0);
+		tk_put32(b, 5), tk_put32(b, 0);
+	}
+	tk_rec_end(b, r);
+}
+
+static void put_uleb(struct tk_bytes *b, uint64_t v)
+{
+	do {
+		uint8_t byte = v & 0x7f;
+		v >>= 7;
+		tk_put8(b, byte | (v ? 0x80 : 0));
+	} while (v);
+}
+
+void tk_one_call_trace(struct tk_bytes *b, const char *exe, const struct tk_module *m, uint32_t n,
+		       uint64_t addr)
+{
+	static const char *const argv[] = { "prog" };
+	tk_header(b);
+	tk_process_rec(b, 4321, HP_CLOCK_MONOTONIC, 1700000000000000000ull, 0, exe, 1, argv);
+	tk_clock_rec(b, 0, 0);
+	tk_modules_rec(b, m, n);
+	tk_thread_rec(b, 0, 100, "main");
+	struct tk_bytes ev = { 0 };
+	tk_put8(&ev, 0x43); /* function 0 is addr */
+	put_uleb(&ev, addr);
+	tk_put8(&ev, 0x00), tk_put8(&ev, 0x0a); /* enter it @10 */
+	tk_put8(&ev, 0x82);                     /* and return @12 */
+	tk_events_rec(b, 0, 2, ev.p, ev.n);
+	free(ev.p);
+	tk_end_rec(b, 2, 0, 1);
+}
+
+void tk_name_of_function0(const char *path, uint64_t addr, char *out, size_t len)
+{
+	char err[1024];
+	struct hp_analysis a;
+	ck_assert_msg(hp_analyze(path, 0, NULL, NULL, &a, err, sizeof(err)) == 0, "hp_analyze: %s", err);
+	struct hp_symbols *s = hp_symbols_for_trace(path, a.info.modules, a.info.nmodules, err,
+						    sizeof(err));
+	ck_assert_msg(s != NULL, "hp_symbols_for_trace: %s", err);
+	struct hp_symbol sym;
+	hp_symbols_lookup_in(s, a.func_module[0], addr, &sym);
+	snprintf(out, len, "%s", sym.name);
+	hp_symbols_free(s);
+	hp_analysis_free(&a);
 }
 
 void tk_save(const char *path, const struct tk_bytes *b)

@@ -89,6 +89,23 @@ void tk_events_rec(struct tk_bytes *b, uint32_t stream, uint32_t count, const ui
 void tk_lost_rec(struct tk_bytes *b, uint32_t stream, uint32_t reason, uint64_t count);
 void tk_end_rec(struct tk_bytes *b, uint64_t events, uint64_t lost, uint32_t streams);
 
+/* A module of a MODULES record: one segment, start and size, r-x. */
+struct tk_module {
+	const char *path;
+	const uint8_t *id;
+	size_t idlen;
+	uint64_t bias, start, size;
+};
+void tk_modules_rec(struct tk_bytes *b, const struct tk_module *m, uint32_t n);
+/* A whole trace of program exe: the modules, and thread 100 "main"
+ * calling the function at addr once (entered @10, returned @12). */
+void tk_one_call_trace(struct tk_bytes *b, const char *exe, const struct tk_module *m, uint32_t n,
+		       uint64_t addr);
+
+/* The name every reader gives function 0 of the trace at path, at addr
+ * (hp_symbols_for_trace: the trace's pack first), into out. */
+void tk_name_of_function0(const char *path, uint64_t addr, char *out, size_t len);
+
 /* Writes b to the file at path, replacing it; fails the test if it cannot. */
 void tk_save(const char *path, const struct tk_bytes *b);
 
