@@ -141,8 +141,9 @@ static const char dump_help[] =
 static const char pack_help[] =
 	"usage: hookprof pack [options] TRACE...\n"
 	"  stores beside each trace, in TRACE.symbols/, the symbol tables and line info of\n"
-	"  the modules it names (the files, or their separate debug files, by build-id), so\n"
-	"  that it still reads after a rebuild or on another machine; every command uses it\n"
+	"  the modules it names (the files, or their separate debug files, by build-id;\n"
+	"  Windows modules with their PDBs), so that it still reads after a rebuild or on\n"
+	"  another machine; every command uses it\n"
 	"  -o, --output=DIR      the pack's directory (one TRACE only; not found by itself:\n"
 	"                        read with HOOKPROF_DEBUG_PATH=DIR)\n"
 	"  --all-modules         every module of the trace's map, not only those it names\n"
