@@ -367,7 +367,7 @@ static int store_pdb(const char *dir, struct hp_pack_module *m, char *err, size_
 					 hp_path_base(pdb))
 			 : NULL;
 	int rc = 0;
-	if (pdb)
+	if (pdb && m->kind == HP_PACK_MAIN)
 		m->kind = found ? HP_PACK_WITH_PDB : HP_PACK_NO_PDB;
 	if (found && (!to || (!same_file(found, to) && copy_file(found, to)))) {
 		snprintf(err, errlen, "cannot store %s in %s: %s", found, dir,
@@ -459,7 +459,9 @@ static const char *kind_words(enum hp_pack_kind k)
 	case HP_PACK_BY_BUILD_ID: return "found by build-id";
 	case HP_PACK_KEPT: return "already in the pack";
 	case HP_PACK_WITH_PDB: return "the traced file and its PDB";
-	case HP_PACK_NO_PDB: return "the traced file; its PDB, neither at its recorded path nor beside it, not stored (no names)";
+	case HP_PACK_NO_PDB:
+		return "the traced file; its PDB, neither at its recorded path nor beside it, "
+		       "not stored (no names)";
 	}
 	return "?";
 }

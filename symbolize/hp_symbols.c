@@ -354,8 +354,9 @@ char *hp_symbols_pdb_file(const char *module_file, const char *pdb)
 static int pdb_exists(const char *module_file, const char *pdb)
 {
 	char *found = hp_symbols_pdb_file(module_file, pdb);
+	int exists = found != NULL;
 	free(found);
-	return found != NULL;
+	return exists;
 }
 
 /* A base name that names a file in a directory, not the directory or its
@@ -434,10 +435,10 @@ static int use_pdb(struct sym_module *m, const char *file, const char *pdb)
 }
 
 /*
- * A PE module (hp_pe.h), from its copy in the trace's pack, its Windows path
- * mapped to a file here, or a path that is a PE file: its identity is the CodeView GUID and age,
- * its names come from the ELF view of its DWARF and COFF symbols, or from
- * its PDB when it has neither. 1: it was a PE module; 0: it is not one;
+ * A PE module (hp_pe.h), from its copy in the trace's pack, its Windows
+ * path mapped to a file here, or a path that is a PE file: its identity is
+ * the CodeView GUID and age, its names come from the ELF view of its DWARF
+ * and COFF symbols, or from its PDB when it has neither. 1: it was a PE module; 0: it is not one;
  * -1: out of memory.
  */
 static int report_pe(struct hp_symbols *s, struct sym_module *m, const char *path)

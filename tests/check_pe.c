@@ -643,7 +643,9 @@ static void pe_trace(const struct pe_opts *o, const char *name, int with_identit
 	snprintf(winpath, sizeof(winpath), "Z:\\sub\\%s", name);
 	uint64_t bias = 0x7f0000000ull;
 	struct hp_module hm = pe_module(winpath, bias, with_identity);
-	struct tk_module m = { winpath, hm.build_id, hm.build_id_len, bias, hm.seg[0].start, hm.seg[0].size };
+	struct tk_module m = { winpath, hm.build_id, hm.build_id_len, bias, 0, 0 };
+	m.start = hm.seg[0].start;
+	m.size = hm.seg[0].size;
 	struct tk_bytes b = { 0 };
 	tk_one_call_trace(&b, winpath, &m, 1, IMAGE_BASE + bias + TEXT_RVA);
 	snprintf(ptrace, sizeof(ptrace), "%s/t.hookprof", pdir);
@@ -656,7 +658,8 @@ static void pack_expect(enum hp_pack_status status, enum hp_pack_kind kind)
 {
 	char err[512] = "";
 	hp_pack_free(&pack);
-	ck_assert_msg(hp_pack_trace(ptrace, NULL, 0, &pack, err, sizeof(err)) == 0, "hp_pack_trace: %s", err);
+	ck_assert_msg(hp_pack_trace(ptrace, NULL, 0, &pack, err, sizeof(err)) == 0, "hp_pack_trace: %s",
+		      err);
 	ck_assert_uint_eq(pack.n, 1);
 	ck_assert_int_eq(pack.mod[0].status, status);
 	if (status == HP_PACK_STORED)
