@@ -192,10 +192,11 @@ trace_info() {
 }
 
 # count_calls TRACE: the sum of the calls column of the CSV report. Function
-# names may hold quoted commas, so the column is counted from the right.
+# names may hold quoted commas, so the column is counted from the right
+# (calls, then total, self, avg, min, max, module and source).
 count_calls() {
 	"$hookprof" report --format=csv "$1" 2>/dev/null |
-		awk -F, 'NR > 1 { n += $(NF - 6) } END { if (NR > 1) print n }'
+		awk -F, 'NR > 1 { n += $(NF - 7) } END { if (NR > 1) print n }'
 }
 
 stat=$work/stat
