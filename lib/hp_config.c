@@ -56,15 +56,8 @@ static int read_mode(struct hp_config *cfg, const char *s, char *err, size_t err
 	return 0;
 }
 
-static size_t default_buffer(enum hp_mode mode)
-{
-	return mode == HP_MODE_RING ? HP_BUFFER_DEFAULT_RING : HP_BUFFER_DEFAULT_STREAM;
-}
-
-/* After read_mode: the default depends on the mode. */
 static int read_buffer(struct hp_config *cfg, const char *s, char *err, size_t errlen)
 {
-	cfg->buffer_bytes = default_buffer(cfg->mode);
 	if (!s || !*s)
 		return 0;
 	int too_large;
@@ -76,8 +69,8 @@ static int read_buffer(struct hp_config *cfg, const char *s, char *err, size_t e
 		return -1;
 	}
 	if (v < HP_BUFFER_MIN) {
-		snprintf(err, errlen, "HOOKPROF_BUFFER='%s' is not a size of at least 128K; using %zuM",
-			 s, cfg->buffer_bytes >> 20);
+		snprintf(err, errlen, "HOOKPROF_BUFFER='%s' is not a size of at least 128K; using %uM",
+			 s, HP_BUFFER_DEFAULT >> 20);
 		return -1;
 	}
 	cfg->buffer_bytes = v;
@@ -161,7 +154,7 @@ static const char *non_empty(const char *s) { return s && *s ? s : NULL; }
 int hp_config_read(struct hp_config *cfg, char *(*getenv_fn)(const char *), int secure,
 		   char *err, size_t errlen)
 {
-	*cfg = (struct hp_config){ .mode = HP_MODE_STREAM, .buffer_bytes = HP_BUFFER_DEFAULT_STREAM };
+	*cfg = (struct hp_config){ .mode = HP_MODE_STREAM, .buffer_bytes = HP_BUFFER_DEFAULT };
 	if (secure) {
 		cfg->off = 1;
 		snprintf(err, errlen, "set-user-ID or set-group-ID program run by another user: "

@@ -11,11 +11,7 @@
 
 enum hp_mode { HP_MODE_STREAM, HP_MODE_RING };
 
-/* Stream mode: a small ring stays nearer the cache, and the writer drains
- * it as it fills (threads past the budget get less, hp_buffer.h). Ring
- * mode: the flight recorder keeps the last 8 MiB of each thread. */
-#define HP_BUFFER_DEFAULT_STREAM (1u << 20)
-#define HP_BUFFER_DEFAULT_RING (8u << 20)
+#define HP_BUFFER_DEFAULT (8u << 20)
 #define HP_BUFFER_MIN (128u << 10)
 /* Per thread: every thread maps this much, the first event touches it, and
  * a ring of 1G already holds 64 million events. */
@@ -25,7 +21,7 @@ enum hp_mode { HP_MODE_STREAM, HP_MODE_RING };
 
 struct hp_config {
 	enum hp_mode mode;
-	size_t buffer_bytes;    /* per thread; the mode's default unless set */
+	size_t buffer_bytes;    /* per thread */
 	const char *output;     /* HOOKPROF_OUTPUT, or NULL for the default */
 	int force_monotonic;    /* HOOKPROF_CLOCK=monotonic */
 	int off;                /* not traced at all (secure execution) */

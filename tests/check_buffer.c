@@ -527,9 +527,14 @@ START_TEST(test_first_event_creates_buffer)
 END_TEST
 
 /* Stream mode's budget: 20 threads started one after another, all alive
- * at the end. With the default 1 MiB (16 chunks) the first 16 take the
- * 16 MiB; the others get 2 chunks. Ring mode has no budget. */
+ * at the end. With the default 8 MiB (128 chunks) the first 2 take the
+ * 16 MiB; the others get 2 chunks. With 1 MiB, 16 of them take it. Ring
+ * mode has no budget. */
 #define BUDGET_THREADS 20
+
+struct budget_want {
+	uint32_t full, nfull, late; /* the first nfull get full chunks, the rest late */
+};
 
 struct budget_thread {
 	sem_t started, release;
@@ -549,7 +554,7 @@ static void *budget_thread(void *arg)
 
 static int child_budget(void *arg)
 {
-	uint32_t want_late = (uint32_t)(uintptr_t)arg;
+	const struct budget_want *want = arg;
 	static struct budget_thread b[BUDGET_THREADS];
 	pthread_t th[BUDGET_THREADS];
 	for (int i = 0; i < BUDGET_THREADS; i++) {
@@ -562,26 +567,34 @@ static int child_budget(void *arg)
 		sem_post(&b[i].release);
 	for (int i = 0; i < BUDGET_THREADS; i++)
 		TK_CHILD_EQ(pthread_join(th[i], NULL), 0);
-	for (int i = 0; i < 16; i++)
-		TK_CHILD_EQ(b[i].nchunks, 16);
-	for (int i = 16; i < BUDGET_THREADS; i++)
-		TK_CHILD_EQ(b[i].nchunks, want_late);
+	for (uint32_t i = 0; i < BUDGET_THREADS; i++)
+		TK_CHILD_EQ(b[i].nchunks, i < want->nfull ? want->full : want->late);
 	return TK_CHILD_OK;
 }
 
 START_TEST(test_stream_budget_shared)
 {
-	run_ok(NULL, child_budget, (void *)(uintptr_t)2);
+	static const struct budget_want want = { .full = 128, .nfull = 2, .late = 2 };
+	run_ok(NULL, child_budget, (void *)&want);
 	analyze_order(NULL);
 	ck_assert_uint_eq(A.events, 2 * BUDGET_THREADS);
 	ck_assert_uint_eq(tk_lost_total(&A), 0);
 }
 END_TEST
 
+START_TEST(test_stream_budget_small_buffers)
+{
+	static const struct budget_want want = { .full = 16, .nfull = 16, .late = 2 };
+	const char *const env[] = { "HOOKPROF_BUFFER", "1M", NULL };
+	run_ok(env, child_budget, (void *)&want);
+}
+END_TEST
+
 START_TEST(test_ring_no_budget)
 {
+	static const struct budget_want want = { .full = 16, .nfull = BUDGET_THREADS, .late = 16 };
 	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "1M", NULL };
-	run_ok(env, child_budget, (void *)(uintptr_t)16);
+	run_ok(env, child_budget, (void *)&want);
 }
 END_TEST
 
@@ -1215,6 +1228,7 @@ static Suite *buffer_suite(void)
 	tcase_set_timeout(core, 30);
 	tcase_add_test(core, test_take_nothing_published);
 	tcase_add_test(core, test_stream_budget_shared);
+	tcase_add_test(core, test_stream_budget_small_buffers);
 	tcase_add_test(core, test_ring_no_budget);
 	tcase_add_test(core, test_take_oldest_first);
 	tcase_add_test(core, test_take_wraps_around);

@@ -88,8 +88,8 @@ START_TEST(test_read_defaults)
 	static const char *const env[] = { NULL };
 	ck_assert_int_eq(read_env(env), 0);
 	ck_assert_int_eq(cfg.mode, HP_MODE_STREAM);
-	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT_STREAM);
-	ck_assert_uint_eq(cfg.buffer_bytes, 1u << 20);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
+	ck_assert_uint_eq(cfg.buffer_bytes, 8u << 20);
 	ck_assert_ptr_null(cfg.output);
 	ck_assert_int_eq(cfg.force_monotonic, 0);
 	ck_assert_int_eq(cfg.off, 0);
@@ -117,8 +117,7 @@ START_TEST(test_read_mode_ring)
 	static const char *const env[] = { "HOOKPROF_MODE", "ring", NULL };
 	ck_assert_int_eq(read_env(env), 0);
 	ck_assert_int_eq(cfg.mode, HP_MODE_RING);
-	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT_RING);
-	ck_assert_uint_eq(cfg.buffer_bytes, 8u << 20);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
 }
 END_TEST
 
@@ -138,7 +137,7 @@ START_TEST(test_read_bad_mode)
 	ck_assert_str_eq(err, "HOOKPROF_MODE='fast' is not 'stream' or 'ring'; using stream");
 	ck_assert_ptr_null(strchr(err, '\n'));
 	/* the other settings are still read */
-	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT_STREAM);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
 }
 END_TEST
 
@@ -146,18 +145,9 @@ START_TEST(test_read_buffer_too_small)
 {
 	static const char *const env[] = { "HOOKPROF_BUFFER", "64K", "HOOKPROF_MODE", "ring", NULL };
 	ck_assert_int_eq(read_env(env), -1);
-	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT_RING);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
 	ck_assert_str_eq(err, "HOOKPROF_BUFFER='64K' is not a size of at least 128K; using 8M");
 	ck_assert_int_eq(cfg.mode, HP_MODE_RING);
-}
-END_TEST
-
-START_TEST(test_read_buffer_too_small_stream)
-{
-	static const char *const env[] = { "HOOKPROF_BUFFER", "64K", NULL };
-	ck_assert_int_eq(read_env(env), -1);
-	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT_STREAM);
-	ck_assert_str_eq(err, "HOOKPROF_BUFFER='64K' is not a size of at least 128K; using 1M");
 }
 END_TEST
 
@@ -263,7 +253,7 @@ START_TEST(test_read_empty_values)
 					   "HOOKPROF_OUTPUT", "", "HOOKPROF_CLOCK", "", NULL };
 	ck_assert_int_eq(read_env(env), 0);
 	ck_assert_int_eq(cfg.mode, HP_MODE_STREAM);
-	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT_STREAM);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
 	ck_assert_ptr_null(cfg.output);
 	ck_assert_int_eq(cfg.force_monotonic, 0);
 }
@@ -285,7 +275,7 @@ START_TEST(test_read_buffer_not_a_size)
 					      { "HOOKPROF_BUFFER", "0", NULL } };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_int_eq(read_env(bad[i]), -1);
-		ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT_STREAM);
+		ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
 		ck_assert_ptr_nonnull(strstr(err, "HOOKPROF_BUFFER='"));
 	}
 }
@@ -412,7 +402,7 @@ START_TEST(test_read_several_errors)
 					   "HOOKPROF_CLOCK", "monotonic", NULL };
 	ck_assert_int_eq(read_env(env), -1);
 	ck_assert_int_eq(cfg.mode, HP_MODE_STREAM);
-	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT_STREAM);
+	ck_assert_uint_eq(cfg.buffer_bytes, HP_BUFFER_DEFAULT);
 	ck_assert_int_eq(cfg.force_monotonic, 1);
 	ck_assert_ptr_nonnull(strstr(err, "HOOKPROF_"));
 	ck_assert_ptr_null(strchr(err, '\n'));
@@ -443,7 +433,6 @@ static Suite *config_suite(void)
 	tcase_add_test(core, test_read_mode_stream);
 	tcase_add_test(core, test_read_bad_mode);
 	tcase_add_test(core, test_read_buffer_too_small);
-	tcase_add_test(core, test_read_buffer_too_small_stream);
 	tcase_add_test(core, test_read_buffer_minimum);
 	tcase_add_test(core, test_read_clock_monotonic);
 	tcase_add_test(core, test_read_buffer_binary_units);

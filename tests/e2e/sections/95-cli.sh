@@ -79,8 +79,8 @@ info1=$CLI/info.one
 "$HP" info "$TD/one.hookprof" >"$info1" 2>&1
 check "info: the clock's resolution (its smallest step, in ticks and ns)" "$(grep '^clock:' "$info1")" \
 	grep -Eq '^clock: .*, resolution [0-9]+ ticks? = [0-9.]+ ns' "$info1"
-check "info: the buffer per thread (default 1 MiB in stream mode)" "$(grep '^buffer:' "$info1")" \
-	grep -q '^buffer: *1 MiB per thread$' "$info1"
+check "info: the buffer per thread (default 8 MiB)" "$(grep '^buffer:' "$info1")" \
+	grep -q '^buffer: *8 MiB per thread$' "$info1"
 check "info: times are wall-clock, summed over threads" "$(brief "$info1")" \
 	grep -q '^times: *wall-clock; .*summed over its threads' "$info1"
 check "info: the events counted without decoding (30+6+3+1 calls, 2 events each)" "$(grep '^events:' "$info1")" \
