@@ -228,10 +228,10 @@ static void publish(struct hp_thread *t)
 	t->chunk_len[slot_of(t, t->head)] = (uint32_t)(hp_tls.pos - start);
 	/* Release: the chunk's events and length are visible before the new head. */
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
-	/* Waking the writer costs two system calls: do it once half the ring
-	 * waits, not per chunk (with a ring of 2, every chunk: the owner waits
-	 * at the next). It also wakes by itself every 50 ms. */
-	if (t->head - __atomic_load_n(&t->tail, __ATOMIC_RELAXED) >= t->nchunks / 2)
+	/* Waking the writer costs two system calls: do it once a quarter of
+	 * the ring waits, not per chunk (with a ring of 2 or 4, every chunk).
+	 * It also wakes by itself every 50 ms. */
+	if (t->head - __atomic_load_n(&t->tail, __ATOMIC_RELAXED) >= (t->nchunks >= 8 ? t->nchunks / 4 : 1))
 		hp_writer_notify();
 }
 
