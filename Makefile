@@ -93,6 +93,10 @@ $(BUILD)/hookprof: $(SYM_OBJ) $(BUILD)/lib/hp_config.o
 $(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -pthread -o $@ $< $(TESTKIT_OBJ) $(SYM_LIB_OBJ) $(BUILD)/libhookprof.a $(UNWIND_LIBS) $(SYM_LIBS) -lcheck -lsubunit -lm -lrt
 
+# The encoder alone, ns per event (make bench runs it).
+$(BUILD)/encode_bench: tests/bench/encode_bench.c $(BUILD)/libhookprof.a
+	$(CC) $(CFLAGS) $(HP_CFLAGS) -Ilib -o $@ $< $(BUILD)/libhookprof.a $(UNWIND_LIBS)
+
 # The reader, decoder and profile under libFuzzer, ASan and UBSan; no
 # symbol lookup. tests/fuzz/run.sh runs it.
 FUZZ_CC ?= clang
@@ -180,7 +184,8 @@ check-tsan: deps
 	@$(TSAN_ENV) SAN_FLAGS='$(TSAN_FLAGS)' HOOKPROF_SANITIZER=thread HOOKPROF_E2E_CFLAGS='$(TSAN_FLAGS)' \
 		HOOKPROF_BUILD=build-tsan tests/run.sh $(TSAN_UNITS:%=build-tsan/tests/check_%)
 
-bench: deps all
+bench: deps all $(BUILD)/encode_bench
+	@$(BUILD)/encode_bench
 	@tests/bench/bench.sh
 	@tests/bench/fidelity.sh
 

@@ -30,7 +30,10 @@ pthread_mutex_t hp_threads_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static enum hp_mode buffer_mode;
 static size_t buffer_chunks;
-static uint32_t wake_after; /* published chunks that wake the writer */
+/* Stream mode: the buffers of live threads share a budget (hp_buffer.h);
+ * ring mode has none (SIZE_MAX). */
+static size_t budget_bytes;
+static size_t committed_bytes; /* mapped for live threads' events */
 static pthread_key_t exit_key;
 static uint32_t next_stream;
 static int finished;
@@ -70,7 +73,9 @@ int hp_buffer_init(const struct hp_config *cfg)
 	buffer_chunks = 2;
 	while (buffer_chunks * 2 <= cfg->buffer_bytes / HP_CHUNK_BYTES)
 		buffer_chunks *= 2;
-	wake_after = buffer_chunks / 4 ? (uint32_t)(buffer_chunks / 4) : 1;
+	budget_bytes = SIZE_MAX;
+	if (buffer_mode == HP_MODE_STREAM)
+		budget_bytes = hp_buffer_bytes() > HP_STREAM_BUDGET ? hp_buffer_bytes() : HP_STREAM_BUDGET;
 	/* Once: a forked child starts the runtime again, with the key it inherited. */
 	if (key_created)
 		return 0;
@@ -145,17 +150,42 @@ static void drop_signal_stack(struct hp_thread *t)
 		sigaltstack(&off, NULL);
 }
 
+/*
+ * A new thread's chunks: the full count while the budget has room, else
+ * half, then half again, down to 2. Racy by design: two threads starting
+ * at once may both take the last room, and the budget is exceeded by one
+ * buffer; a lock here would cost every thread's start more than that.
+ */
+static size_t chunks_within_budget(void)
+{
+	/* Relaxed: the count orders nothing. */
+	size_t used = __atomic_load_n(&committed_bytes, __ATOMIC_RELAXED);
+	size_t chunks = buffer_chunks;
+	while (chunks > 2 && (used > budget_bytes || budget_bytes - used < chunks * HP_CHUNK_BYTES))
+		chunks /= 2;
+	__atomic_fetch_add(&committed_bytes, chunks * HP_CHUNK_BYTES, __ATOMIC_RELAXED);
+	return chunks;
+}
+
+static void give_back_budget(size_t bytes)
+{
+	__atomic_fetch_sub(&committed_bytes, bytes, __ATOMIC_RELAXED);
+}
+
 static struct hp_thread *thread_create(uint64_t first_func)
 {
-	size_t events_bytes = buffer_chunks * HP_CHUNK_BYTES;
-	size_t lens = (buffer_chunks * sizeof(uint32_t) + 7) & ~(size_t)7;
+	size_t chunks = chunks_within_budget();
+	size_t events_bytes = chunks * HP_CHUNK_BYTES;
+	size_t lens = (chunks * sizeof(uint32_t) + 7) & ~(size_t)7;
 	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) + lens +
-		       buffer_chunks * sizeof(struct hp_chunk_own);
+		       chunks * sizeof(struct hp_chunk_own);
 	bytes = (bytes + 4095) & ~(size_t)4095;
 	/* Buffer first so it is page-aligned; signal stack, then bookkeeping. */
 	char *mem = hp_pages_alloc(bytes);
-	if (!mem)
+	if (!mem) {
+		give_back_budget(events_bytes);
 		return NULL;
+	}
 	struct hp_thread *t = (struct hp_thread *)(mem + events_bytes + SIGNAL_STACK_BYTES);
 	/* A raw fork's child (no atfork handler) tells its own events from its
 	 * parent's by the zeros the parent's leave behind. */
@@ -165,7 +195,8 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	t->chunk_len = (uint32_t *)(t + 1);
 	t->own = (struct hp_chunk_own *)((char *)t->chunk_len + lens);
 	t->map_bytes = bytes;
-	t->nchunks = (uint32_t)buffer_chunks;
+	t->nchunks = (uint32_t)chunks;
+	t->budgeted = events_bytes;
 	t->tls = &hp_tls;
 	t->tid = hp_gettid();
 	t->stream = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
@@ -186,6 +217,7 @@ static struct hp_thread *thread_create(uint64_t first_func)
 
 void hp_buffer_free_thread(struct hp_thread *t)
 {
+	give_back_budget(t->budgeted);
 	hp_enc_stream_free(&t->enc);
 	hp_pages_free(t->base, t->map_bytes);
 }
@@ -196,9 +228,10 @@ static void publish(struct hp_thread *t)
 	t->chunk_len[slot_of(t, t->head)] = (uint32_t)(hp_tls.pos - start);
 	/* Release: the chunk's events and length are visible before the new head. */
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
-	/* Waking the writer costs two system calls: do it once a quarter of the
-	 * ring waits, not per chunk. It also wakes by itself every 50 ms. */
-	if (t->head - __atomic_load_n(&t->tail, __ATOMIC_RELAXED) >= wake_after)
+	/* Waking the writer costs two system calls: do it once a quarter of
+	 * the ring waits, not per chunk (with a ring of 2 or 4, every chunk).
+	 * It also wakes by itself every 50 ms. */
+	if (t->head - __atomic_load_n(&t->tail, __ATOMIC_RELAXED) >= (t->nchunks >= 8 ? t->nchunks / 4 : 1))
 		hp_writer_notify();
 }
 
@@ -1328,6 +1361,7 @@ void hp_buffer_reset_in_child(int whole)
 	}
 	hp_threads = NULL;
 	pthread_mutex_init(&hp_threads_lock, NULL);
+	committed_bytes = 0;
 	next_stream = 0;
 	finished = 0;
 	stopping_tid = 0;

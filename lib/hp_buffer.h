@@ -29,6 +29,16 @@
 #define HP_CHUNK_BYTES (64u << 10)
 #define HP_CHUNK_EVENTS (HP_CHUNK_BYTES / sizeof(struct hp_raw))
 
+/*
+ * Stream mode: the event buffers of a process's live threads share this
+ * budget (or one buffer's size, if HOOKPROF_BUFFER is larger). A thread
+ * started once it is taken gets half the chunks, or a quarter, down to 2
+ * (128 KiB): memory stays bounded with many threads, and a thread that
+ * exits gives its share back. Ring mode keeps every thread's size: what a
+ * flight recorder keeps is what was asked for.
+ */
+#define HP_STREAM_BUDGET (16u << 20)
+
 struct hp_tls {
 	struct hp_raw *pos; /* next free slot */
 	struct hp_raw *end; /* a slot outside the chunk ending here: slow path */
@@ -74,6 +84,7 @@ struct hp_thread {
 	uint32_t *chunk_len;     /* events in each published chunk */
 	struct hp_chunk_own *own; /* each chunk's, written before it is published */
 	size_t map_bytes;
+	size_t budgeted;         /* bytes counted in the stream budget, given back when freed */
 	uint32_t nchunks;        /* a power of two */
 	uint32_t head;           /* chunks published; written by the owner only */
 	uint32_t tail;           /* chunks consumed (or dropped in ring mode) */
@@ -176,7 +187,8 @@ extern struct hp_thread *hp_threads HP_HIDDEN;
 extern pthread_mutex_t hp_threads_lock HP_HIDDEN;
 
 int hp_buffer_init(const struct hp_config *cfg) HP_HIDDEN;
-/* Each thread's buffer as hp_buffer_init made it (a power of two of chunks). */
+/* A thread's buffer as hp_buffer_init sized it (a power of two of chunks):
+ * the largest; in stream mode threads past the budget get less. */
 size_t hp_buffer_bytes(void) HP_HIDDEN;
 
 /* Publishes the calling thread's partial chunk; it will record no more.

@@ -449,6 +449,21 @@ static void housekeeping(uint64_t *next)
 	pthread_mutex_unlock(&writer_lock);
 }
 
+/* A writer that always finds work never sleeps, and sleeping is when it
+ * writes its output out: without this a busy run killed with SIGKILL could
+ * lose up to a second (the housekeeping's period) of events, or all of
+ * them. One write every IDLE_WAIT_MS at most. */
+static void flush_if_due(uint64_t *next_flush)
+{
+	uint64_t now = hp_clock_ns();
+	if (now < *next_flush)
+		return;
+	*next_flush = now + IDLE_WAIT_MS * 1000000ull;
+	pthread_mutex_lock(&writer_lock);
+	hp_output_flush();
+	pthread_mutex_unlock(&writer_lock);
+}
+
 void hp_writer_modules_changed(void)
 {
 	pthread_mutex_lock(&writer_lock);
@@ -466,12 +481,15 @@ static void *writer_main(void *arg)
 	prctl(PR_SET_NAME, "hookprof-writer");
 	hp_tls.retired = HP_UNTRACED; /* instrumented code called from here is not ours to trace */
 	uint64_t next_housekeeping = hp_clock_ns() + FIRST_HOUSEKEEPING_NS;
+	uint64_t next_flush = 0;
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&writer_lock);
 		int worked = drain_all_locked();
 		pthread_mutex_unlock(&writer_lock);
 		if (!worked)
 			writer_sleep(next_housekeeping);
+		else
+			flush_if_due(&next_flush);
 		housekeeping(&next_housekeeping);
 	}
 	/* Release: everything this thread did happens before `done` is seen. */

@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -522,6 +523,78 @@ START_TEST(test_first_event_creates_buffer)
 	ck_assert_str_eq(A.info.streams[1].name, "second");
 	ck_assert_uint_eq(A.info.streams[0].events, 2);
 	ck_assert_uint_eq(A.info.streams[1].events, 2);
+}
+END_TEST
+
+/* Stream mode's budget: 20 threads started one after another, all alive
+ * at the end. With the default 8 MiB (128 chunks) the first 2 take the
+ * 16 MiB; the others get 2 chunks. With 1 MiB, 16 of them take it. Ring
+ * mode has no budget. */
+#define BUDGET_THREADS 20
+
+struct budget_want {
+	uint32_t full, nfull, late; /* the first nfull get full chunks, the rest late */
+};
+
+struct budget_thread {
+	sem_t started, release;
+	uint32_t nchunks;
+};
+
+static void *budget_thread(void *arg)
+{
+	struct budget_thread *b = arg;
+	record(0);
+	record(1);
+	b->nchunks = hp_tls.thread ? hp_tls.thread->nchunks : 0;
+	sem_post(&b->started);
+	sem_wait(&b->release); /* its buffer stays in the budget until then */
+	return NULL;
+}
+
+static int child_budget(void *arg)
+{
+	const struct budget_want *want = arg;
+	static struct budget_thread b[BUDGET_THREADS];
+	pthread_t th[BUDGET_THREADS];
+	for (int i = 0; i < BUDGET_THREADS; i++) {
+		sem_init(&b[i].started, 0, 0);
+		sem_init(&b[i].release, 0, 0);
+		TK_CHILD_EQ(pthread_create(&th[i], NULL, budget_thread, &b[i]), 0);
+		sem_wait(&b[i].started);
+	}
+	for (int i = 0; i < BUDGET_THREADS; i++)
+		sem_post(&b[i].release);
+	for (int i = 0; i < BUDGET_THREADS; i++)
+		TK_CHILD_EQ(pthread_join(th[i], NULL), 0);
+	for (uint32_t i = 0; i < BUDGET_THREADS; i++)
+		TK_CHILD_EQ(b[i].nchunks, i < want->nfull ? want->full : want->late);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_stream_budget_shared)
+{
+	static const struct budget_want want = { .full = 128, .nfull = 2, .late = 2 };
+	run_ok(NULL, child_budget, (void *)&want);
+	analyze_order(NULL);
+	ck_assert_uint_eq(A.events, 2 * BUDGET_THREADS);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
+}
+END_TEST
+
+START_TEST(test_stream_budget_small_buffers)
+{
+	static const struct budget_want want = { .full = 16, .nfull = 16, .late = 2 };
+	const char *const env[] = { "HOOKPROF_BUFFER", "1M", NULL };
+	run_ok(env, child_budget, (void *)&want);
+}
+END_TEST
+
+START_TEST(test_ring_no_budget)
+{
+	static const struct budget_want want = { .full = 16, .nfull = BUDGET_THREADS, .late = 16 };
+	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "1M", NULL };
+	run_ok(env, child_budget, (void *)&want);
 }
 END_TEST
 
@@ -1154,6 +1227,9 @@ static Suite *buffer_suite(void)
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_set_timeout(core, 30);
 	tcase_add_test(core, test_take_nothing_published);
+	tcase_add_test(core, test_stream_budget_shared);
+	tcase_add_test(core, test_stream_budget_small_buffers);
+	tcase_add_test(core, test_ring_no_budget);
 	tcase_add_test(core, test_take_oldest_first);
 	tcase_add_test(core, test_take_wraps_around);
 	tcase_add_test(core, test_ring_take_copies_and_claims);

@@ -3,8 +3,9 @@
  * (or to the file -o names): wall-clock seconds, user+system CPU seconds of
  * the child and all its threads, and the child's peak resident set in KiB.
  *
- *   runstat [-o FILE] [-q] [-e FILE] -- COMMAND [ARGS...]
+ *   runstat [-o FILE] [-q] [-e FILE] [-i FILE] -- COMMAND [ARGS...]
  *     -o FILE  write the figures to FILE instead of stderr
+ *     -i FILE  the command's stdin comes from FILE (a compressor's input)
  *     -q       send the command's stdout (and stderr, without -e) to /dev/null
  *     -e FILE  send the command's stderr to FILE (truncated)
  *
@@ -37,14 +38,15 @@ static double tv(struct timeval t)
 
 int main(int argc, char **argv)
 {
-	static const char usage[] = "usage: runstat [-o FILE] [-q] [-e FILE] -- COMMAND [ARGS...]\n";
-	const char *out = NULL, *errfile = NULL;
+	static const char usage[] = "usage: runstat [-o FILE] [-q] [-e FILE] [-i FILE] -- COMMAND [ARGS...]\n";
+	const char *out = NULL, *errfile = NULL, *infile = NULL;
 	int quiet = 0, opt;
-	while ((opt = getopt(argc, argv, "+o:qe:")) != -1) {
+	while ((opt = getopt(argc, argv, "+o:qe:i:")) != -1) {
 		switch (opt) {
 		case 'o': out = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'e': errfile = optarg; break;
+		case 'i': infile = optarg; break;
 		default: fputs(usage, stderr); return 2;
 		}
 	}
@@ -76,6 +78,14 @@ int main(int argc, char **argv)
 				_exit(127);
 			}
 			dup2(fd, 2);
+		}
+		if (infile) {
+			int fd = open(infile, O_RDONLY | O_CLOEXEC);
+			if (fd < 0) {
+				fprintf(stderr, "runstat: %s: %s\n", infile, strerror(errno));
+				_exit(127);
+			}
+			dup2(fd, 0);
 		}
 		execvp(argv[optind], argv + optind);
 		fprintf(stderr, "runstat: %s: %s\n", argv[optind], strerror(errno));

@@ -1,8 +1,14 @@
-/* threads8.c - 8 threads, each computing fib(30) recursively (2,692,537 calls each). */
+/* threads8.c - 8 threads, each computing fib(30) recursively (2,692,537 calls each).
+ * -DNTHREADS=64 -DFIB_N=26 makes the bench's many-threads program. */
 #include <pthread.h>
 #include <stdio.h>
 
+#ifndef NTHREADS
 #define NTHREADS 8
+#endif
+#ifndef FIB_N
+#define FIB_N 30
+#endif
 
 __attribute__((noipa)) static unsigned long fib(int n)
 {
@@ -12,7 +18,7 @@ __attribute__((noipa)) static unsigned long fib(int n)
 static void *worker(void *arg)
 {
 	unsigned long *out = arg;
-	*out = fib(30);
+	*out = fib(FIB_N);
 	return NULL;
 }
 
@@ -27,6 +33,6 @@ int main(void)
 		pthread_join(t[i], NULL);
 		sum += r[i];
 	}
-	printf("threads8: %lu\n", sum);
+	printf("threads%d: %lu\n", NTHREADS, sum);
 	return 0;
 }

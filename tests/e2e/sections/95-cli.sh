@@ -184,6 +184,8 @@ done
 env_run unknown HOOKPROF_BUFER=8M HOOKPROF_MODE=ring
 check "an unknown HOOKPROF_BUFER: the run traced, in ring mode" "status $ERC, $(grep '^mode:' "$EDIR/info")" \
 	[ $ERC = 0 -a "$(grep '^mode:' "$EDIR/info")" = "mode:     ring" ]
+check "ring mode: the buffer per thread (default 8 MiB)" "$(grep '^buffer:' "$EDIR/info")" \
+	[ "$(grep '^buffer:' "$EDIR/info")" = "buffer:   8 MiB per thread" ]
 check "an unknown HOOKPROF_BUFER: one warning naming it and HOOKPROF_BUFFER" "$(brief "$EDIR/err")" \
 	cli_one_line "$EDIR/err" \
 	"^hookprof: unknown variable HOOKPROF_BUFER in the environment \\(did you mean HOOKPROF_BUFFER\\?\\); ignored$"
