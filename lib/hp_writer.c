@@ -433,14 +433,22 @@ static void writer_sleep(uint64_t next_housekeeping)
 	__atomic_store_n(&sleeping, 0, __ATOMIC_RELAXED);
 }
 
+/* Whether the time *next has come; if so, the next one is period_ns on. */
+static int due(uint64_t *next, uint64_t period_ns)
+{
+	uint64_t now = hp_clock_ns();
+	if (now < *next)
+		return 0;
+	*next = now + period_ns;
+	return 1;
+}
+
 /* After 1 ms, then once a second: a clock pair (so a crashed run still has
  * a calibration) and a new module map if dlopen or dlclose changed it. */
 static void housekeeping(uint64_t *next)
 {
-	uint64_t now = hp_clock_ns();
-	if (now < *next)
+	if (!due(next, HOUSEKEEPING_NS))
 		return;
-	*next = now + HOUSEKEEPING_NS;
 	pthread_mutex_lock(&writer_lock);
 	hp_writer_clock_record();
 	hp_modules_write(0);
@@ -455,10 +463,8 @@ static void housekeeping(uint64_t *next)
  * them. One write every IDLE_WAIT_MS at most. */
 static void flush_if_due(uint64_t *next_flush)
 {
-	uint64_t now = hp_clock_ns();
-	if (now < *next_flush)
+	if (!due(next_flush, IDLE_WAIT_MS * 1000000ull))
 		return;
-	*next_flush = now + IDLE_WAIT_MS * 1000000ull;
 	pthread_mutex_lock(&writer_lock);
 	hp_output_flush();
 	pthread_mutex_unlock(&writer_lock);
