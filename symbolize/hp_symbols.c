@@ -111,6 +111,16 @@ static int is_regular_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* path (allocated), if it names a regular file; else NULL, path freed. */
+static char *if_regular_file(char *path)
+{
+	if (path && !is_regular_file(path)) {
+		free(path);
+		path = NULL;
+	}
+	return path;
+}
+
 /* Written so that a segment reaching the top of the address space, where
  * start + size wraps, still works. */
 static int segment_contains(const struct hp_segment *seg, uint64_t addr)
@@ -320,12 +330,7 @@ static char *packed_by_path(const struct hp_symbols *s, const char *path)
 {
 	if (!s->pack_dir || path[0] != '/')
 		return NULL;
-	char *packed = format_string("%s/" HP_SYMBOLS_PACK_BY_PATH "%s", s->pack_dir, path);
-	if (packed && !is_regular_file(packed)) {
-		free(packed);
-		packed = NULL;
-	}
-	return packed;
+	return if_regular_file(format_string("%s/" HP_SYMBOLS_PACK_BY_PATH "%s", s->pack_dir, path));
 }
 
 /* The names of m fall back to module+0xoffset, for a reason worth a
@@ -342,13 +347,8 @@ char *hp_symbols_pdb_file(const char *module_file, const char *pdb)
 	if (is_regular_file(pdb))
 		return strdup(pdb);
 	const char *slash = strrchr(module_file, '/');
-	char *beside = format_string("%.*s%s", slash ? (int)(slash - module_file + 1) : 0, module_file,
-				     hp_path_base(pdb));
-	if (beside && !is_regular_file(beside)) {
-		free(beside);
-		beside = NULL;
-	}
-	return beside;
+	return if_regular_file(format_string("%.*s%s", slash ? (int)(slash - module_file + 1) : 0,
+					     module_file, hp_path_base(pdb)));
 }
 
 static int pdb_exists(const char *module_file, const char *pdb)
@@ -417,11 +417,7 @@ static char *packed_pe(const struct hp_symbols *s, const struct sym_module *m, c
 	char *name = s->pack_dir ? hp_symbols_pe_pack_name(path, m->build_id, m->build_id_len) : NULL;
 	char *packed = name ? format_string("%s/%s", s->pack_dir, name) : NULL;
 	free(name);
-	if (packed && !is_regular_file(packed)) {
-		free(packed);
-		packed = NULL;
-	}
-	return packed;
+	return if_regular_file(packed);
 }
 
 /* An MSVC-built module: its names come from its PDB, if it is here. */
