@@ -147,7 +147,8 @@ static const char pack_help[] =
 	"  Windows modules with their PDBs), so that it still reads after a rebuild or on\n"
 	"  another machine; every command uses it\n"
 	"  -o, --output=DIR      the pack's directory (one TRACE only; not found by itself:\n"
-	"                        read with HOOKPROF_DEBUG_PATH=DIR)\n"
+	"                        read with HOOKPROF_DEBUG_PATH=DIR, which serves ELF\n"
+	"                        modules only: Windows modules are read from TRACE.symbols/)\n"
 	"  --all-modules         every module of the trace's map, not only those it names\n"
 	"  -h, --help            this text\n";
 
