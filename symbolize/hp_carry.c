@@ -40,21 +40,28 @@ double hp_carry_owed(const struct hp_carry *c, uint32_t fn)
 
 int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown)
 {
-	double owed = hp_carry_owed(c, fn);
+	if (!c->cap && v > 0) {
+		*shown = v; /* the common case: nothing owed, nothing to owe */
+		return 0;
+	}
+	if (!c->cap && grow(c))
+		return -1;
+	size_t i = slot_of(c, fn + 1);
+	double owed = c->slot[i].owed; /* 0 in an empty slot */
 	*shown = v > owed ? v - owed : 0;
 	if (*shown > 0 && !owed)
-		return 0; /* the common case: nothing owed, nothing to owe */
+		return 0;
 	double left = owed - v + *shown; /* owed - (what v paid), or more if v < 0 */
-	if (!c->cap || (!c->slot[slot_of(c, fn + 1)].key && 2 * (c->used + 1) > c->cap)) {
-		if (grow(c))
-			return -1;
-	}
-	struct hp_carry_slot *s = &c->slot[slot_of(c, fn + 1)];
-	if (!s->key) {
-		s->key = fn + 1;
+	if (!c->slot[i].key) {
+		if (2 * (c->used + 1) > c->cap) {
+			if (grow(c))
+				return -1;
+			i = slot_of(c, fn + 1);
+		}
+		c->slot[i].key = fn + 1;
 		c->used++;
 	}
-	s->owed = left;
+	c->slot[i].owed = left;
 	return 0;
 }
 
