@@ -56,6 +56,8 @@ static int to_functions(struct pass *ps)
 static int profile(struct pass *ps, uint32_t stream)
 {
 	struct hp_analysis *a = ps->a;
+	if (ps->flags & HP_ANALYZE_EVENTS_ONLY)
+		return 0;
 	if (ps->flags & HP_ANALYZE_NO_PROFILE)
 		return hp_profile_touch(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n);
 	return hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n);

@@ -129,20 +129,68 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 	return 0;
 }
 
+/* The light account of a stream whose caller profiles it itself: which
+ * functions are open (a crash's frames) and its last tick, both on the
+ * timeline the driver keeps (pauses cut out, hookprof's own time not). */
+static int touch_enter(struct hp_pstream *s, uint32_t func)
+{
+	if (s->depth == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct hp_frame *fr = realloc(s->frames, cap * sizeof(*fr));
+		if (!fr)
+			return -1;
+		s->frames = fr;
+		s->cap = cap;
+	}
+	s->frames[s->depth++].func = func;
+	return 0;
+}
+
+/* An event other than a call moves the pause state, ends the frames (a
+ * gap) or is simply the newest. */
+static void touch_reached(struct hp_pstream *s, const struct hp_ev *e)
+{
+	struct hp_ev cut;
+	if (!e || !hp_pause_apply(&s->pause, e, &cut))
+		return;
+	if (e->kind == HP_EV_RESET) {
+		s->depth = 0;
+		return;
+	}
+	if (!s->started || cut.tick > s->last_tick)
+		s->last_tick = cut.tick;
+	s->started = 1;
+}
+
 int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n)
 {
 	struct hp_pstream *s = get_stream(p, stream);
 	if (!s)
 		return -1;
-	for (size_t i = n; i-- > 0;)
-		if (ev[i].kind != HP_EV_RESET && ev[i].kind != HP_EV_OWN) {
-			if (!s->started || ev[i].tick > s->last_tick)
-				s->last_tick = ev[i].tick;
-			s->started = 1;
-			break;
+	s->light = 1;
+	/* Calls between two other events move the pause state as their newest
+	 * does (ticks grow within a stream): only it is applied. */
+	const struct hp_ev *newest_call = NULL;
+	size_t own = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_ev *e = &ev[i];
+		if (e->kind == HP_EV_ENTER) {
+			if (touch_enter(s, e->func))
+				return -1;
+			newest_call = e;
+		} else if (e->kind == HP_EV_EXIT) {
+			s->depth -= s->depth != 0;
+			newest_call = e;
+		} else if (e->kind == HP_EV_OWN) {
+			own++; /* hookprof's time is no event */
+		} else {
+			touch_reached(s, newest_call);
+			newest_call = NULL;
+			touch_reached(s, e);
 		}
-	for (size_t i = 0; i < n; i++)
-		s->events += ev[i].kind != HP_EV_OWN; /* hookprof's time is no event */
+	}
+	touch_reached(s, newest_call);
+	s->events += n - own;
 	return 0;
 }
 
@@ -159,6 +207,8 @@ void hp_profile_finish(struct hp_profile *p)
 {
 	for (uint32_t i = 0; i < p->nstreams; i++) {
 		struct hp_pstream *s = &p->streams[i];
+		if (s->light)
+			s->depth = 0;
 		while (s->depth)
 			pop_frame(p, s, s->last_tick);
 	}

@@ -201,7 +201,7 @@ int hp_spacing_measure(const char *path, double in_limit, double out_limit,
 		return -1;
 	}
 	struct hp_analysis a;
-	int flags = HP_ANALYZE_PREFIX | HP_ANALYZE_NO_PROFILE | HP_ANALYZE_ALLOW_PARTIAL;
+	int flags = HP_ANALYZE_PREFIX | HP_ANALYZE_EVENTS_ONLY | HP_ANALYZE_ALLOW_PARTIAL;
 	int rc = hp_analyze(path, flags, on_events, s, &a, err, errlen);
 	if (!rc) {
 		hp_spacing_result(s, in_limit, out_limit, c);
