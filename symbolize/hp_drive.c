@@ -369,7 +369,7 @@ static uint32_t global_fn(struct hp_drive *d, uint32_t func)
 
 static double ns_at(const struct hp_drive *d, uint64_t tick)
 {
-	return ((double)tick - (double)d->tb.tick0) * d->tb.ns_per_tick;
+	return (double)(int64_t)(tick - d->tb.tick0) * d->tb.ns_per_tick;
 }
 
 static int send_enter(struct hp_drive *d, struct tstate *s, struct dframe *fr)
@@ -421,7 +421,9 @@ static uint64_t frame_span(const struct dframe *fr, uint64_t tick)
 static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t tick)
 {
 	uint64_t span = frame_span(fr, tick);
-	double measured = (double)(span > fr->child_span ? span - fr->child_span : 0) - (double)fr->own;
+	/* Tick counts fit in 63 bits: converted as signed, one instruction. */
+	double measured = (double)(int64_t)(span > fr->child_span ? span - fr->child_span : 0) -
+			  (double)(int64_t)fr->own;
 	double hooks = (fr->hooked ? d->hook_in : 0) + fr->kids * d->hook_out +
 		       fr->hidden * (d->hook_in + d->hook_out);
 	return measured - hooks;
@@ -443,7 +445,7 @@ static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, ui
 	};
 	hp_opencount_sub(&s->open, fr->fn);
 	if (fr->up == NO_FRAME) {
-		d->root_span += (double)frame_span(fr, tick);
+		d->root_span += (double)(int64_t)frame_span(fr, tick);
 		d->root_dur += dur;
 	} else {
 		s->f[fr->up].child += dur;
