@@ -17,14 +17,11 @@
 #ifndef HP_BUFFER_H
 #define HP_BUFFER_H
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 
 #include "hp_config.h"
 #include "hp_encode.h"
 #include "hp_platform.h"
-#include "hp_unwind.h"
 
 #define HP_CHUNK_BYTES (64u << 10)
 #define HP_CHUNK_EVENTS (HP_CHUNK_BYTES / sizeof(struct hp_raw))
@@ -62,7 +59,7 @@ _Static_assert(__builtin_offsetof(struct hp_tls, pos) == 0 &&
 		       __builtin_offsetof(struct hp_tls, end) == 8,
 	       "hp_take_slot knows where pos and end are");
 
-extern __thread struct hp_tls hp_tls __attribute__((tls_model("initial-exec"))) HP_HIDDEN;
+extern __thread struct hp_tls hp_tls HP_TLS_MODEL HP_HIDDEN;
 
 #define HP_HELD_EVENTS 64u
 
@@ -95,7 +92,7 @@ struct hp_thread {
 	char name[16];
 	uint32_t named;          /* hookprof_thread_name's string id + 1, or 0 */
 	void *signal_stack;      /* ours, if we installed one for the owner */
-	struct hp_unwind_stack root; /* callers of its first instrumented frame */
+	struct hp_frames root;    /* callers of its first instrumented frame */
 	uint32_t wiped_on_fork;  /* a forked child finds the events zeroed (MADV_WIPEONFORK) */
 	/* The owner's chunk switch without system calls runs with signals on:
 	 * the events of an instrumented handler that interrupts it are held
@@ -184,7 +181,7 @@ static inline void hp_buffer_record(uint64_t addr, uint64_t call_site)
 }
 
 extern struct hp_thread *hp_threads HP_HIDDEN;
-extern pthread_mutex_t hp_threads_lock HP_HIDDEN;
+extern hp_mutex_t hp_threads_lock HP_HIDDEN;
 
 int hp_buffer_init(const struct hp_config *cfg) HP_HIDDEN;
 /* A thread's buffer as hp_buffer_init sized it (a power of two of chunks):
@@ -194,10 +191,6 @@ size_t hp_buffer_bytes(void) HP_HIDDEN;
 /* Publishes the calling thread's partial chunk; it will record no more.
  * in_signal: from a fatal signal's flush (waits for locks a bounded time). */
 void hp_buffer_retire_self(int in_signal) HP_HIDDEN;
-/* Holds asynchronous signals off while the calling thread holds one of our
- * locks, so that a fatal signal's flush never waits for it (faults stay). */
-void hp_buffer_hold_signals(sigset_t *saved) HP_HIDDEN;
-void hp_buffer_release_signals(const sigset_t *saved) HP_HIDDEN;
 
 /* A fatal signal's flush begins on the calling thread: every other thread
  * stops at its next event (parked until the process dies), so that the

@@ -38,5 +38,9 @@ void hp_runtime_daemon_forking(int on) HP_HIDDEN;
 void hp_runtime_objects_changing(void) HP_HIDDEN;
 /* An object was unloaded: the filters forget its addresses. */
 void hp_runtime_objects_changed(void) HP_HIDDEN;
+/* The crash a fatal event noted (hp_runtime_on_fatal), once: the final
+ * flush writes it before END. NULL if none, or already given. */
+struct hp_crash_info;
+const struct hp_crash_info *hp_runtime_take_crash(void) HP_HIDDEN;
 
 #endif

@@ -5,21 +5,16 @@
 #include "hp_writer.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "hp_calibrate.h"
 #include "hp_format.h"
 #include "hp_modules.h"
 #include "hp_output.h"
+#include "hp_records.h"
 #include "hp_runtime.h"
 #include "hp_strings.h"
-#include "hp_unwind.h"
 
 #define IDLE_WAIT_MS 50
 #define HOUSEKEEPING_NS 1000000000ull
@@ -31,7 +26,7 @@
 #define FORK_LOCK_WAIT_MS 2000
 #define START_WAIT_MS 2000
 
-static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
+static hp_mutex_t writer_lock = HP_MUTEX_INITIALIZER;
 static struct hp_dict dict;
 static struct hp_raw *scratch;
 static int threaded;
@@ -217,7 +212,7 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 		return;
 	if (!t->announced) {
 		thread_record(t, t->name);
-		hp_unwind_write_stack(t->stream, &t->root);
+		hp_records_stack(t->stream, &t->root);
 		t->announced = 1;
 		streams_written++;
 	}
@@ -288,13 +283,13 @@ static int drain_published(struct hp_thread *t)
 
 static void unlink_thread(struct hp_thread *t)
 {
-	pthread_mutex_lock(&hp_threads_lock);
+	hp_mutex_lock(&hp_threads_lock);
 	struct hp_thread **pp = &hp_threads;
 	while (*pp && *pp != t)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = t->next;
-	pthread_mutex_unlock(&hp_threads_lock);
+	hp_mutex_unlock(&hp_threads_lock);
 }
 
 static int all_written(struct hp_thread *t)
@@ -349,18 +344,18 @@ static void drain_unless_finished(struct hp_thread *t)
 void hp_writer_retire_and_drain(void)
 {
 	struct hp_thread *t = hp_tls.thread;
-	pthread_mutex_lock(&writer_lock);
+	hp_mutex_lock(&writer_lock);
 	hp_buffer_retire_self(0);
 	if (t)
 		drain_unless_finished(t);
-	pthread_mutex_unlock(&writer_lock);
+	hp_mutex_unlock(&writer_lock);
 }
 
 void hp_writer_drain(struct hp_thread *t)
 {
-	pthread_mutex_lock(&writer_lock);
+	hp_mutex_lock(&writer_lock);
 	drain_unless_finished(t);
-	pthread_mutex_unlock(&writer_lock);
+	hp_mutex_unlock(&writer_lock);
 }
 
 static int drain_all_locked(void)
@@ -379,7 +374,7 @@ static int drain_all_locked(void)
  * the objects loaded since the last map. */
 int hp_writer_flush_all(void)
 {
-	pthread_mutex_lock(&writer_lock);
+	hp_mutex_lock(&writer_lock);
 	/* Checked under the lock: the final flush may have written END since
 	 * the caller looked at the state. */
 	int rc = -1;
@@ -389,7 +384,7 @@ int hp_writer_flush_all(void)
 		hp_writer_clock_record();
 		rc = hp_output_flush();
 	}
-	pthread_mutex_unlock(&writer_lock);
+	hp_mutex_unlock(&writer_lock);
 	return rc;
 }
 
@@ -423,10 +418,10 @@ static void writer_sleep(uint64_t next_housekeeping)
 	__atomic_store_n(&sleeping, 1, __ATOMIC_RELAXED);
 	/* Orders sleeping before the last look at the heads; pairs with hp_writer_notify. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&writer_lock);
+	hp_mutex_lock(&writer_lock);
 	int worked = drain_all_locked();
 	hp_output_flush();
-	pthread_mutex_unlock(&writer_lock);
+	hp_mutex_unlock(&writer_lock);
 	int wait_ms = idle_wait_ms(next_housekeeping);
 	if (!worked && wait_ms && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE))
 		hp_futex_wait(&wake_seq, seq, wait_ms);
@@ -449,12 +444,12 @@ static void housekeeping(uint64_t *next)
 {
 	if (!due(next, HOUSEKEEPING_NS))
 		return;
-	pthread_mutex_lock(&writer_lock);
+	hp_mutex_lock(&writer_lock);
 	hp_writer_clock_record();
 	hp_modules_write(0);
 	filter_record();
 	hp_output_flush(); /* on disk now: the process may be killed any time */
-	pthread_mutex_unlock(&writer_lock);
+	hp_mutex_unlock(&writer_lock);
 }
 
 /* A writer that always finds work never sleeps, and sleeping is when it
@@ -465,33 +460,32 @@ static void flush_if_due(uint64_t *next_flush)
 {
 	if (!due(next_flush, IDLE_WAIT_MS * 1000000ull))
 		return;
-	pthread_mutex_lock(&writer_lock);
+	hp_mutex_lock(&writer_lock);
 	hp_output_flush();
-	pthread_mutex_unlock(&writer_lock);
+	hp_mutex_unlock(&writer_lock);
 }
 
 void hp_writer_modules_changed(void)
 {
-	pthread_mutex_lock(&writer_lock);
+	hp_mutex_lock(&writer_lock);
 	if (!hp_buffer_finished()) /* nothing after END */
 		hp_modules_write(0);
-	pthread_mutex_unlock(&writer_lock);
+	hp_mutex_unlock(&writer_lock);
 }
 
-static void *writer_main(void *arg)
+static void writer_main(void *arg)
 {
 	(void)arg;
 	/* Release: ASan's start-up of this thread happens before start-up goes on. */
 	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
 	hp_futex_wake(&started);
-	prctl(PR_SET_NAME, "hookprof-writer");
 	hp_tls.retired = HP_UNTRACED; /* instrumented code called from here is not ours to trace */
 	uint64_t next_housekeeping = hp_clock_ns() + FIRST_HOUSEKEEPING_NS;
 	uint64_t next_flush = 0;
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&writer_lock);
+		hp_mutex_lock(&writer_lock);
 		int worked = drain_all_locked();
-		pthread_mutex_unlock(&writer_lock);
+		hp_mutex_unlock(&writer_lock);
 		if (!worked)
 			writer_sleep(next_housekeeping);
 		else
@@ -501,7 +495,6 @@ static void *writer_main(void *arg)
 	/* Release: everything this thread did happens before `done` is seen. */
 	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 	hp_futex_wake(&done);
-	return NULL;
 }
 
 int hp_writer_init(void)
@@ -526,25 +519,14 @@ static void wait_until_started(void)
 
 void hp_writer_start(void)
 {
-	pthread_t th;
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	/* Born with every signal blocked: the program's signals and handlers
-	 * must never run on our thread, not even before it starts. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	__atomic_store_n(&threaded, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&started, 0, __ATOMIC_RELAXED);
-	if (pthread_create(&th, &attr, writer_main, NULL)) {
+	if (hp_thread_start(writer_main, NULL, "hookprof-writer")) {
 		__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
 		hp_warn("cannot start the writer thread; buffers are written by the traced threads");
 	} else {
 		wait_until_started();
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
 }
 
 int hp_writer_stop(int in_signal)
@@ -563,18 +545,8 @@ int hp_writer_stop(int in_signal)
 
 static void live_thread_name(const struct hp_thread *t, char *name, size_t len)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%u/comm", t->tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, name, len - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0) {
+	if (hp_thread_name_of(t->tid, name, len))
 		snprintf(name, len, "%s", t->name);
-		return;
-	}
-	name[n] = 0;
-	name[strcspn(name, "\n")] = 0;
 }
 
 /* A thread still running at the end: its unpublished events, name and losses. */
@@ -645,20 +617,22 @@ int hp_writer_finish(int in_signal)
 	}
 	hp_writer_clock_record();
 	filter_record();
-	hp_unwind_write_crash();
+	const struct hp_crash_info *crash = hp_runtime_take_crash();
+	if (crash)
+		hp_records_crash(crash);
 	end_record();
 	int rc = hp_output_flush();
 	/* Before the lock goes: an owner blocked on it in hp_writer_drain must
 	 * find the trace closed and drop its chunks, not append after END. */
 	hp_buffer_set_finished();
-	pthread_mutex_unlock(&writer_lock);
+	hp_mutex_unlock(&writer_lock);
 	return rc;
 }
 
 void hp_writer_forget(void)
 {
 	__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
-	pthread_mutex_init(&writer_lock, NULL);
+	hp_mutex_reinit(&writer_lock);
 }
 
 /* ---- fork ------------------------------------------------------------ */
@@ -672,7 +646,7 @@ int hp_writer_lock_for_fork(void)
 
 void hp_writer_unlock_after_fork(void)
 {
-	pthread_mutex_unlock(&writer_lock);
+	hp_mutex_unlock(&writer_lock);
 }
 
 size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t max)
@@ -701,5 +675,5 @@ void hp_writer_reset_in_child(int whole)
 	events_written = lost_in_threads = 0;
 	min_calls = min_ticks = 0;
 	streams_written = 0;
-	pthread_mutex_init(&writer_lock, NULL);
+	hp_mutex_reinit(&writer_lock);
 }
