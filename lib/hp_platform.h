@@ -44,6 +44,8 @@
 #if defined(_WIN32)
 #define HP_HIDDEN
 #define HP_EXPORT __declspec(dllexport)
+/* C99 formats (%zu): build with -D__USE_MINGW_ANSI_STDIO=1. */
+#define HP_PRINTF_FORMAT gnu_printf
 /* The initial-exec TLS model is an ELF notion; mingw's __thread is fine. */
 #define HP_TLS_MODEL
 /* Laid out as an SRWLOCK (one pointer, zero when free): no windows.h here. */
@@ -62,6 +64,7 @@ typedef struct {
 #define HP_HIDDEN __attribute__((visibility("hidden")))
 #define HP_EXPORT __attribute__((visibility("default")))
 #define HP_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#define HP_PRINTF_FORMAT printf
 typedef pthread_mutex_t hp_mutex_t;
 #define HP_MUTEX_INITIALIZER PTHREAD_MUTEX_INITIALIZER
 typedef sigset_t hp_sigmask_t;
@@ -391,7 +394,7 @@ size_t hp_command_line(char *buf, size_t len) HP_HIDDEN;
  * long, with one write so the program's stdio is untouched (hp_warn.c,
  * portable; errno kept). Silent once stderr is no longer the file it was
  * at hp_warn_init (the program closed it and reused the number). */
-void hp_warn(const char *fmt, ...) HP_HIDDEN __attribute__((format(printf, 1, 2)));
+void hp_warn(const char *fmt, ...) HP_HIDDEN __attribute__((format(HP_PRINTF_FORMAT, 1, 2)));
 /* Notes what stderr is now (at load, and at start-up). */
 void hp_warn_init(void) HP_HIDDEN;
 /* The platform's part of both: note stderr's identity; write a whole line
