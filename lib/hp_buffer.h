@@ -109,6 +109,37 @@ struct hp_thread {
 	uint32_t announced;      /* THREAD record written */
 };
 
+/*
+ * What the buffer needs from its consumer and from the runtime: the few
+ * slow-path callbacks below, in one table that the runtime defines
+ * (hp_runtime.c), so that the buffer knows neither the writer nor the
+ * runtime. A table fixed at link time rather than handed over at
+ * start-up: the first event, which starts the runtime, may come before
+ * any code of ours has run (an instrumented constructor of another
+ * object), and it needs start() already.
+ */
+enum { HP_NOT_A_CHILD = 0, HP_CHILD_AFRESH = 1, HP_CHILD_UNTRACED = 2 };
+struct hp_buffer_client {
+	/* A quarter of a ring waits: wake the consumer thread if it sleeps. */
+	void (*notify)(void);
+	/* A consumer thread runs (else the owner drains its own chunks). */
+	int (*threaded)(void);
+	/* No consumer thread: encode t's published chunks on this thread. */
+	void (*drain)(struct hp_thread *t);
+	/* An event lost outside any thread's stream (HP_LOST_*). */
+	void (*count_lost)(int reason);
+	/* The runtime has not started: the next event starts it. */
+	int (*not_started)(void);
+	/* Starts it if need be; 1 while the process is traced. */
+	int (*ready)(void);
+	/* Is this a forked child the fork handlers did not reach
+	 * (HP_NOT_A_CHILD, HP_CHILD_AFRESH, HP_CHILD_UNTRACED)? A system call. */
+	int (*in_child)(void);
+	/* No system call: 1 if this is surely not a child with memory of its own. */
+	int (*marked_ours)(void);
+};
+extern const struct hp_buffer_client hp_buffer_client HP_HIDDEN;
+
 /* call_site: the hooks' second argument, the return address of the
  * function entered or left (the filters find its frame by it); 0 for a
  * control word. */

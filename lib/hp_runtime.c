@@ -584,3 +584,15 @@ void hp_runtime_objects_changing(void)
 	hp_writer_modules_changed();
 	hp_signals_release(&saved_mask);
 }
+
+/* The buffer's callbacks (hp_buffer.h): the consumer's, and ours. */
+const struct hp_buffer_client hp_buffer_client = {
+	.notify = hp_writer_notify,
+	.threaded = hp_writer_threaded,
+	.drain = hp_writer_drain,
+	.count_lost = hp_runtime_count_lost,
+	.not_started = hp_runtime_new,
+	.ready = hp_runtime_ready,
+	.in_child = hp_runtime_in_child,
+	.marked_ours = hp_runtime_marked_ours,
+};
