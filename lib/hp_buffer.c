@@ -201,7 +201,6 @@ static struct hp_thread *thread_create(uint64_t first_func)
 void hp_buffer_free_thread(struct hp_thread *t)
 {
 	give_back_budget(t->budgeted);
-	hp_enc_stream_free(&t->enc);
 	hp_pages_free(t->base, t->map_bytes);
 }
 
@@ -1123,8 +1122,8 @@ void hp_buffer_retire_self(int in_signal)
 	hp_tls = (struct hp_tls){ .retired = HP_RETIRED };
 }
 
-size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
-		      const struct hp_raw **ev, uint32_t *seq)
+size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct hp_raw **ev,
+		      uint32_t *seq, struct hp_chunk_own *own)
 {
 	for (;;) {
 		uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
@@ -1135,7 +1134,8 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
 		size_t n = t->chunk_len[slot_of(t, tail)];
 		const struct hp_raw *src = chunk_base(t, tail);
 		*seq = tail;
-		t->taken_own = t->own[slot_of(t, tail)];
+		if (own)
+			*own = t->own[slot_of(t, tail)];
 		if (buffer_mode == HP_MODE_STREAM) {
 			*ev = src;
 			return n;
@@ -1200,9 +1200,6 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 			memcpy(scratch, start, n * sizeof(*start));
 			*seq = head;
 		}
-		/* The owner may be writing it right now; a partial chunk's own
-		 * time is not worth a lock. */
-		t->taken_own.tick = 0;
 		/* Published meanwhile: the consumer takes it whole instead. The
 		 * fence keeps the copy's reads before this second look at head. */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -1296,16 +1293,13 @@ static int may_unmap_own(struct hp_thread *t)
 	return 1;
 }
 
-void hp_buffer_reset_in_child(int whole)
+void hp_buffer_reset_in_child(void)
 {
 	struct hp_thread *next;
 	for (struct hp_thread *t = hp_threads; t; t = next) {
 		next = t->next;
 		if (t == hp_tls.thread && !may_unmap_own(t))
 			continue;
-		/* The encoder's stack may have been growing at a raw fork. */
-		if (whole)
-			hp_enc_stream_free(&t->enc);
 		hp_pages_free(t->base, t->map_bytes);
 	}
 	hp_threads = NULL;

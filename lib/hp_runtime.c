@@ -257,7 +257,7 @@ static void trace_child_afresh(uint32_t flags, uint64_t fork_tick)
 	snprintf(parent.trace, sizeof(parent.trace), "%s", hp_output_path());
 	int whole = flags & HP_PARENT_FRAMES; /* our handlers ran: all is consistent */
 	hp_writer_reset_in_child(whole);
-	hp_buffer_reset_in_child(whole);
+	hp_buffer_reset_in_child();
 	hp_output_reset_in_child();
 	memset(lost, 0, sizeof(lost));
 	finishing_tid = 0;

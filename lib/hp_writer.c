@@ -43,6 +43,61 @@ static uint64_t min_calls, min_ticks; /* HOOKPROF_MIN's drops, of the streams en
 static const struct hp_config *filters; /* HOOKPROF_EXCLUDE and the others */
 static struct hp_thread *first_thread(void);
 
+/* Stream states, carved from blocks of pages, reused once their thread is
+ * freed; under writer_lock like everything they hold. */
+#define STREAMS_BLOCK_BYTES (64u << 10)
+static struct hp_writer_stream *free_streams;
+static struct streams_block {
+	struct streams_block *next;
+	size_t used;
+} *stream_blocks;
+
+static struct hp_writer_stream *new_stream(void)
+{
+	struct hp_writer_stream *st = free_streams;
+	if (st) {
+		free_streams = st->next_free;
+	} else {
+		struct streams_block *b = stream_blocks;
+		if (!b || b->used + sizeof(*st) > STREAMS_BLOCK_BYTES) {
+			b = hp_pages_alloc(STREAMS_BLOCK_BYTES);
+			if (!b)
+				return NULL;
+			b->next = stream_blocks;
+			b->used = (sizeof(*b) + 15) & ~(size_t)15;
+			stream_blocks = b;
+		}
+		st = (struct hp_writer_stream *)((char *)b + b->used);
+		b->used += (sizeof(*st) + 15) & ~(size_t)15;
+	}
+	*st = (struct hp_writer_stream){ 0 };
+	return st;
+}
+
+/* t's stream state, made when first needed; NULL: out of memory. */
+static struct hp_writer_stream *stream(struct hp_thread *t)
+{
+	if (!t->consumer)
+		t->consumer = new_stream();
+	return t->consumer;
+}
+
+static void free_stream(struct hp_thread *t)
+{
+	struct hp_writer_stream *st = t->consumer;
+	if (!st)
+		return;
+	hp_enc_stream_free(&st->enc);
+	st->next_free = free_streams;
+	free_streams = st;
+	t->consumer = NULL;
+}
+
+const struct hp_writer_stream *hp_writer_stream_of(const struct hp_thread *t)
+{
+	return t->consumer;
+}
+
 int hp_writer_threaded(void) { return __atomic_load_n(&threaded, __ATOMIC_ACQUIRE); }
 
 /* HOOKPROF_MIN in ticks, from the first clock pair and the latest: start-up
@@ -91,8 +146,10 @@ static void min_drops(uint64_t *calls, uint64_t *ticks)
 	*calls = min_calls;
 	*ticks = min_ticks;
 	for (struct hp_thread *t = first_thread(); t; t = t->next) {
-		*calls += t->enc.min_calls;
-		*ticks += t->enc.min_ticks;
+		if (t->consumer) {
+			*calls += t->consumer->enc.min_calls;
+			*ticks += t->consumer->enc.min_ticks;
+		}
 	}
 }
 
@@ -188,32 +245,45 @@ static void thread_lost_records(struct hp_thread *t)
 /* ev[0..n) of t's stream at *q (hp_encode), the events written counted
  * in *written; own: and then an enter MIN holds back, and hookprof's own
  * time at tick. -1: out of memory. */
-static int encode_part(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint64_t own,
+static int encode_part(struct hp_enc_stream *enc, const struct hp_raw *ev, size_t n, uint64_t own,
 		       uint8_t **q, uint64_t *written)
 {
-	ssize_t len = hp_encode(&dict, &t->enc, ev, n, *q);
+	ssize_t len = hp_encode(&dict, enc, ev, n, *q);
 	if (len < 0)
 		return -1;
 	*q += len;
-	*written += t->enc.written;
+	*written += enc->written;
 	if (!own)
 		return 0;
-	if ((len = hp_encode_flush(&dict, &t->enc, *q)) < 0)
+	if ((len = hp_encode_flush(&dict, enc, *q)) < 0)
 		return -1;
 	*q += len;
-	*written += t->enc.written;
-	*q += hp_encode_own(&t->enc, own, *q);
+	*written += enc->written;
+	*q += hp_encode_own(enc, own, *q);
 	return 0;
 }
 
-static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint32_t seq)
+static void out_of_memory(void)
+{
+	hp_warn("out of memory while encoding events; the trace ends here");
+	broken = 1;
+}
+
+/* own: the chunk's own time (hp_buffer_take), or none (tick 0). */
+static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint32_t seq,
+			 struct hp_chunk_own own_at)
 {
 	if (broken)
 		return;
-	if (!t->announced) {
+	struct hp_writer_stream *st = stream(t);
+	if (!st) {
+		out_of_memory();
+		return;
+	}
+	if (!st->announced) {
 		thread_record(t, t->name);
 		hp_records_stack(t->stream, &t->root);
-		t->announced = 1;
+		st->announced = 1;
 		streams_written++;
 	}
 	/* The strings its control events may name: interned before they
@@ -225,56 +295,56 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 	uint8_t *q = p + 8;
 	uint64_t written = 0;
 	ssize_t len = 0;
-	if (seq != t->next_seq) {
+	if (seq != st->next_seq) {
 		/* An enter held back happened before the gap. */
-		len = hp_encode_flush(&dict, &t->enc, q);
-		written = t->enc.written;
+		len = hp_encode_flush(&dict, &st->enc, q);
+		written = st->enc.written;
 		q += len > 0 ? len : 0;
-		q += hp_encode_reset(&t->enc, q);
+		q += hp_encode_reset(&st->enc, q);
 	}
 	/* The slow path's own time goes after the events it put in. */
-	uint64_t own = t->taken_own.tick && t->taken_own.at <= n ? t->taken_own.tick : 0;
-	size_t at = own ? t->taken_own.at : n;
-	if (len < 0 || encode_part(t, ev, at, own, &q, &written) ||
-	    encode_part(t, ev + at, n - at, 0, &q, &written)) {
-		hp_warn("out of memory while encoding events; the trace ends here");
-		broken = 1;
+	uint64_t own = own_at.tick && own_at.at <= n ? own_at.tick : 0;
+	size_t at = own ? own_at.at : n;
+	if (len < 0 || encode_part(&st->enc, ev, at, own, &q, &written) ||
+	    encode_part(&st->enc, ev + at, n - at, 0, &q, &written)) {
+		out_of_memory();
 		return;
 	}
 	hp_le32(p, t->stream);
 	hp_le32(p + 4, (uint32_t)written);
 	hp_output_end(q);
-	t->next_seq = seq + 1;
+	st->next_seq = seq + 1;
 	events_written += written;
 }
 
 /* The stream's last event, if the encoder held it back (HOOKPROF_MIN). */
-static void encode_pending(struct hp_thread *t)
+static void encode_pending(struct hp_writer_stream *st, uint32_t stream_id)
 {
-	if (broken || !t->enc.has_pending)
+	if (broken || !st->enc.has_pending)
 		return;
 	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + HP_EVENT_MAX_BYTES);
 	if (!p)
 		return;
-	ssize_t len = hp_encode_flush(&dict, &t->enc, p + 8);
+	ssize_t len = hp_encode_flush(&dict, &st->enc, p + 8);
 	if (len < 0) {
 		broken = 1;
 		return;
 	}
-	hp_le32(p, t->stream);
-	hp_le32(p + 4, (uint32_t)t->enc.written);
+	hp_le32(p, stream_id);
+	hp_le32(p + 4, (uint32_t)st->enc.written);
 	hp_output_end(p + 8 + len);
-	events_written += t->enc.written;
+	events_written += st->enc.written;
 }
 
 static int drain_published(struct hp_thread *t)
 {
 	const struct hp_raw *ev;
+	struct hp_chunk_own own;
 	uint32_t seq;
 	size_t n;
 	int worked = 0;
-	while ((n = hp_buffer_take(t, scratch, &ev, &seq))) {
-		encode_chunk(t, ev, n, seq);
+	while ((n = hp_buffer_take(t, scratch, &ev, &seq, &own))) {
+		encode_chunk(t, ev, n, seq, own);
 		hp_buffer_release(t, seq);
 		worked = 1;
 	}
@@ -301,12 +371,15 @@ static int all_written(struct hp_thread *t)
 
 static void thread_end_records(struct hp_thread *t, const char *name)
 {
-	encode_pending(t);
-	min_calls += t->enc.min_calls;
-	min_ticks += t->enc.min_ticks;
-	t->enc.min_calls = t->enc.min_ticks = 0;
-	if (t->announced)
-		thread_record(t, name);
+	struct hp_writer_stream *st = t->consumer;
+	if (st) {
+		encode_pending(st, t->stream);
+		min_calls += st->enc.min_calls;
+		min_ticks += st->enc.min_ticks;
+		st->enc.min_calls = st->enc.min_ticks = 0;
+		if (st->announced)
+			thread_record(t, name);
+	}
 	thread_lost_records(t);
 }
 
@@ -317,6 +390,7 @@ static void retire_if_done(struct hp_thread *t)
 		return;
 	thread_end_records(t, t->name);
 	unlink_thread(t);
+	free_stream(t);
 	hp_buffer_free_thread(t);
 }
 
@@ -562,7 +636,7 @@ static void finish_live_thread(struct hp_thread *t, int in_signal)
 			break;
 	}
 	if (n)
-		encode_chunk(t, scratch, n, seq);
+		encode_chunk(t, scratch, n, seq, (struct hp_chunk_own){ 0 });
 	char name[64];
 	live_thread_name(t, name, sizeof(name));
 	thread_end_records(t, name);
@@ -651,18 +725,41 @@ void hp_writer_unlock_after_fork(void)
 
 size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t max)
 {
-	size_t n = t->enc.depth < max ? t->enc.depth : max;
+	const struct hp_enc_stream *enc = t->consumer ? &t->consumer->enc : NULL;
+	if (!enc)
+		return 0; /* nothing of it encoded yet */
+	size_t n = enc->depth < max ? enc->depth : max;
 	for (size_t i = 0; i < n; i++)
-		frames[i] = dict.addr_of[t->enc.stack[i]];
-	if (t->enc.has_pending && n < max) /* held back by HOOKPROF_MIN, open */
-		frames[n++] = t->enc.pending.addr;
+		frames[i] = dict.addr_of[enc->stack[i]];
+	if (enc->has_pending && n < max) /* held back by HOOKPROF_MIN, open */
+		frames[n++] = enc->pending.addr;
 	return n;
+}
+
+/* Every stream's state is forgotten with the parent's threads; its
+ * memory is freed only when whole (as the dictionary). */
+static void forget_streams(int whole)
+{
+	for (struct hp_thread *t = first_thread(); t; t = t->next) {
+		if (whole && t->consumer)
+			hp_enc_stream_free(&t->consumer->enc);
+		t->consumer = NULL;
+	}
+	struct streams_block *next;
+	for (struct streams_block *b = stream_blocks; whole && b; b = next) {
+		next = b->next;
+		hp_pages_free(b, STREAMS_BLOCK_BYTES);
+	}
+	stream_blocks = NULL;
+	free_streams = NULL;
 }
 
 void hp_writer_reset_in_child(int whole)
 {
-	/* After a raw fork the writer may have been growing the dictionary:
-	 * its sizes cannot be trusted to unmap by, and it is left. */
+	/* After a raw fork the writer may have been growing the dictionary
+	 * or a stream's stack: their sizes cannot be trusted to unmap by, and
+	 * they are left. */
+	forget_streams(whole);
 	if (whole) {
 		hp_pages_free(scratch, HP_CHUNK_BYTES);
 		hp_dict_free(&dict);
