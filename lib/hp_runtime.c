@@ -75,13 +75,6 @@ uint64_t hp_runtime_lost(uint32_t reason)
 	return reason <= HP_LOST_LATE ? __atomic_load_n(&lost[reason], __ATOMIC_RELAXED) : 0;
 }
 
-static uint8_t *put_string(uint8_t *p, const char *s, size_t len)
-{
-	hp_le32(p, (uint32_t)len);
-	memcpy(p + 4, s, len);
-	return p + 4 + len;
-}
-
 /* The smallest step the clock was seen to take between two readings: a
  * duration shorter than that reads as 0 (a TSC that a hypervisor moves in
  * steps, a coarse clock). A few dozen readings, bounded in time too. */
@@ -98,37 +91,23 @@ static uint32_t clock_step(void)
 	return best > UINT32_MAX ? 0 : (uint32_t)best;
 }
 
-/* PROCESS: pid, clock, start time, mode, then the executable and argv, then
- * (since 1.1's extension) the buffer per thread and the clock's step. */
 static void process_record(void)
 {
 	static char cmdline[CMDLINE_MAX];
-	char exe[4096];
-	size_t cmd_len = hp_command_line(cmdline, sizeof(cmdline));
-	size_t exe_len = hp_exe_path(exe, sizeof(exe));
-	uint32_t argc = 0;
-	for (size_t i = 0; i < cmd_len; i++)
-		argc += cmdline[i] == 0;
-	uint32_t step = clock_step();
-	uint8_t *p = hp_output_begin(HP_REC_PROCESS, 24 + 4 + exe_len + cmd_len + 4 * (size_t)argc +
-							     HP_PROCESS_TAIL_SIZE);
-	if (!p)
-		return;
-	hp_le32(p, hp_getpid());
-	hp_le32(p + 4, hp_tick_is_tsc ? HP_CLOCK_TSC : HP_CLOCK_MONOTONIC);
-	hp_le64(p + 8, hp_realtime_ns());
-	hp_le32(p + 16, config.mode == HP_MODE_RING ? 1 : 0);
-	hp_le32(p + 20, argc);
-	p = put_string(p + 24, exe, exe_len);
-	for (size_t i = 0; i < cmd_len;) {
-		size_t len = strnlen(cmdline + i, cmd_len - i);
-		p = put_string(p, cmdline + i, len);
-		i += len + 1;
-	}
-	hp_le64(p, hp_buffer_bytes());
-	hp_le32(p + 8, step);
-	hp_le32(p + 12, 0);
-	hp_output_end(p + HP_PROCESS_TAIL_SIZE);
+	static char exe[4096];
+	struct hp_process_info pi = {
+		.pid = hp_getpid(),
+		.clock = hp_tick_is_tsc ? HP_CLOCK_TSC : HP_CLOCK_MONOTONIC,
+		.start_ns = hp_realtime_ns(),
+		.ring = config.mode == HP_MODE_RING,
+		.exe = exe,
+		.exe_len = hp_exe_path(exe, sizeof(exe)),
+		.cmdline = cmdline,
+		.cmdline_len = hp_command_line(cmdline, sizeof(cmdline)),
+		.buffer_bytes = hp_buffer_bytes(),
+		.clock_step = clock_step(),
+	};
+	hp_records_process(&pi);
 }
 
 /* Another thread is writing the end (two threads in exit(), or a crash
@@ -401,15 +380,10 @@ static int tracing_here(int in_signal)
 /* PARENT: who forked this process, or its parent process. */
 static void parent_record(void)
 {
-	size_t len = strlen(parent.trace);
-	uint8_t *p = hp_output_begin(HP_REC_PARENT, 20 + len);
-	if (!p)
-		return;
-	hp_le32(p, parent.pid ? parent.pid : hp_getppid());
-	hp_le32(p + 4, parent.pid ? parent.flags : 0);
-	hp_le64(p + 8, parent.tick);
-	p = put_string(p + 16, parent.trace, len);
-	hp_output_end(p);
+	if (parent.pid)
+		hp_records_parent(parent.pid, parent.flags, parent.tick, parent.trace);
+	else
+		hp_records_parent(hp_getppid(), 0, parent.tick, parent.trace);
 }
 
 static void mark_own_memory(void)

@@ -118,26 +118,12 @@ static void calibrate_min(uint64_t tick, uint64_t ns)
 
 void hp_writer_clock_record(void)
 {
-	uint8_t *p = hp_output_begin(HP_REC_CLOCK, 16);
-	if (!p)
-		return;
 	/* The tick is read between two clock readings; their midpoint pairs with it. */
 	uint64_t before = hp_clock_ns();
 	uint64_t tick = hp_tick();
 	uint64_t after = hp_clock_ns();
-	hp_le64(p, tick);
-	hp_le64(p + 8, before + (after - before) / 2);
-	hp_output_end(p + 16);
+	hp_records_clock(tick, before + (after - before) / 2);
 	calibrate_min(tick, before + (after - before) / 2);
-}
-
-static uint8_t *put_setting(uint8_t *p, const char *s)
-{
-	size_t len = s ? strlen(s) : 0;
-	hp_le32(p, (uint32_t)len);
-	if (len)
-		memcpy(p + 4, s, len);
-	return p + 4 + len;
 }
 
 /* The MIN drops so far: of the streams ended, and of the live ones. */
@@ -160,24 +146,13 @@ static void filter_record(void)
 	static uint64_t last_calls = ~0ull;
 	if (!filters || !(filters->exclude || filters->include || filters->depth || filters->min_ns))
 		return;
-	uint64_t calls, ticks;
-	min_drops(&calls, &ticks);
-	if (calls == last_calls)
+	struct hp_filter_info f = { .min_ns = filters->min_ns, .depth = filters->depth,
+				    .exclude = filters->exclude, .include = filters->include };
+	min_drops(&f.calls, &f.ticks);
+	if (f.calls == last_calls)
 		return;
-	size_t strings = 8 + (filters->exclude ? strlen(filters->exclude) : 0) +
-			 (filters->include ? strlen(filters->include) : 0);
-	uint8_t *p = hp_output_begin(HP_REC_FILTER, HP_FILTER_FIXED_SIZE + strings);
-	if (!p)
-		return;
-	last_calls = calls;
-	hp_le64(p, filters->min_ns);
-	hp_le64(p + 8, calls);
-	hp_le64(p + 16, ticks);
-	hp_le32(p + 24, filters->depth);
-	hp_le32(p + 28, 0);
-	p = put_setting(p + HP_FILTER_FIXED_SIZE, filters->exclude);
-	p = put_setting(p, filters->include);
-	hp_output_end(p);
+	last_calls = f.calls;
+	hp_records_filter(&f);
 }
 
 void hp_writer_filters(const struct hp_config *cfg)
@@ -189,16 +164,8 @@ void hp_writer_filters(const struct hp_config *cfg)
 void hp_writer_calibration_record(uint32_t when)
 {
 	struct hp_calibration c;
-	if (hp_calibrate(&c))
-		return;
-	uint8_t *p = hp_output_begin(HP_REC_CALIBRATION, 24);
-	if (!p)
-		return;
-	hp_le32(p, when);
-	hp_le32(p + 4, c.pairs);
-	hp_le64(p + 8, c.inside);
-	hp_le64(p + 16, c.outside);
-	hp_output_end(p + 24);
+	if (hp_calibrate(&c) == 0)
+		hp_records_calibration(when, &c);
 }
 
 static void thread_record(const struct hp_thread *t, const char *name)
@@ -209,36 +176,15 @@ static void thread_record(const struct hp_thread *t, const char *name)
 	const char *given = named ? hp_strings_get(named - 1, &len) : NULL;
 	if (given)
 		name = given;
-	len = strnlen(name, 64);
-	uint8_t *p = hp_output_begin(HP_REC_THREAD, 12 + len);
-	if (!p)
-		return;
-	hp_le32(p, t->stream);
-	hp_le32(p + 4, t->tid);
-	hp_le32(p + 8, (uint32_t)len);
-	memcpy(p + 12, name, len);
-	hp_output_end(p + 12 + len);
-}
-
-static void lost_record(uint32_t stream, uint32_t reason, uint64_t count)
-{
-	if (!count)
-		return;
-	uint8_t *p = hp_output_begin(HP_REC_LOST, 16);
-	if (!p)
-		return;
-	hp_le32(p, stream);
-	hp_le32(p + 4, reason);
-	hp_le64(p + 8, count);
-	hp_output_end(p + 16);
+	hp_records_thread(t->stream, t->tid, name, strnlen(name, 64));
 }
 
 static void thread_lost_records(struct hp_thread *t)
 {
 	uint64_t ring = __atomic_load_n(&t->lost_ring, __ATOMIC_RELAXED);
 	uint64_t reentry = __atomic_load_n(&t->lost_reentry, __ATOMIC_RELAXED);
-	lost_record(t->stream, HP_LOST_RING, ring);
-	lost_record(t->stream, HP_LOST_REENTRY, reentry);
+	hp_records_lost(t->stream, HP_LOST_RING, ring);
+	hp_records_lost(t->stream, HP_LOST_REENTRY, reentry);
 	lost_in_threads += ring + reentry;
 }
 
@@ -289,10 +235,9 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 	/* The strings its control events may name: interned before they
 	 * were recorded, so before the chunk was published. */
 	hp_strings_write_new();
-	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + 1 + hp_encode_bound(n + 2) + HP_ENCODE_OWN_BOUND);
-	if (!p)
+	uint8_t *q = hp_records_events_begin(1 + hp_encode_bound(n + 2) + HP_ENCODE_OWN_BOUND);
+	if (!q)
 		return;
-	uint8_t *q = p + 8;
 	uint64_t written = 0;
 	ssize_t len = 0;
 	if (seq != st->next_seq) {
@@ -310,9 +255,7 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 		out_of_memory();
 		return;
 	}
-	hp_le32(p, t->stream);
-	hp_le32(p + 4, (uint32_t)written);
-	hp_output_end(q);
+	hp_records_events_end(q, t->stream, (uint32_t)written);
 	st->next_seq = seq + 1;
 	events_written += written;
 }
@@ -322,17 +265,15 @@ static void encode_pending(struct hp_writer_stream *st, uint32_t stream_id)
 {
 	if (broken || !st->enc.has_pending)
 		return;
-	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + HP_EVENT_MAX_BYTES);
-	if (!p)
+	uint8_t *q = hp_records_events_begin(HP_EVENT_MAX_BYTES);
+	if (!q)
 		return;
-	ssize_t len = hp_encode_flush(&dict, &st->enc, p + 8);
+	ssize_t len = hp_encode_flush(&dict, &st->enc, q);
 	if (len < 0) {
 		broken = 1;
 		return;
 	}
-	hp_le32(p, stream_id);
-	hp_le32(p + 4, (uint32_t)st->enc.written);
-	hp_output_end(p + 8 + len);
+	hp_records_events_end(q + len, stream_id, (uint32_t)st->enc.written);
 	events_written += st->enc.written;
 }
 
@@ -648,7 +589,7 @@ static uint64_t global_lost_records(void)
 	uint64_t total = 0;
 	for (uint32_t reason = HP_LOST_RING; reason <= HP_LOST_LATE; reason++) {
 		uint64_t n = hp_runtime_lost(reason);
-		lost_record(HP_STREAM_NONE, reason, n);
+		hp_records_lost(HP_STREAM_NONE, reason, n);
 		total += n;
 	}
 	return total;
@@ -657,14 +598,7 @@ static uint64_t global_lost_records(void)
 static void end_record(void)
 {
 	uint64_t lost = lost_in_threads + global_lost_records();
-	uint8_t *p = hp_output_begin(HP_REC_END, 24);
-	if (!p)
-		return;
-	hp_le64(p, events_written);
-	hp_le64(p + 8, lost);
-	hp_le32(p + 16, streams_written);
-	hp_le32(p + 20, 0);
-	hp_output_end(p + 24);
+	hp_records_end(events_written, lost, streams_written);
 }
 
 int hp_writer_finish(int in_signal)
