@@ -78,17 +78,8 @@ static int kernel_says_invariant_tsc(void)
 static int invariant_tsc(void)
 {
 	int k = kernel_says_invariant_tsc();
-	if (k >= 0)
-		return k;
-#if defined(__x86_64__)
-	unsigned a, b, c, d;
-	if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
-		return 0;
-	__get_cpuid(0x80000007u, &a, &b, &c, &d);
-	return (d >> 8) & 1;
-#else
-	return 0;
-#endif
+	/* Without the kernel's word, CPUID's, as the runtime reads it. */
+	return k >= 0 ? k : hp_tsc_is_invariant();
 }
 
 /* Keeps the thread on one CPU, so that TSC readings compare even where
