@@ -13,6 +13,13 @@
 
 __thread struct hp_tls hp_tls HP_TLS_MODEL;
 struct hp_thread *hp_threads;
+/*
+ * Lock order (docs/design.md, "Locks"): init_lock > writer_lock >
+ * build_lock > hp_threads_lock, ctl_lock; a lock may be taken while holding
+ * one to its left, never the other way round. Held only with asynchronous
+ * signals held off (hp_signals_hold); a fatal signal's flush takes this one
+ * with a bounded wait. A leaf: nothing is taken inside it.
+ */
 hp_mutex_t hp_threads_lock = HP_MUTEX_INITIALIZER;
 
 #define SIGNAL_STACK_BYTES (64u << 10)
@@ -832,6 +839,7 @@ static struct {
 	uint32_t stopped;
 	uint64_t stop_tick, start_tick;
 } ctl;
+/* A leaf (docs/design.md, "Locks"): stop and start; never in signal context. */
 static hp_mutex_t ctl_lock = HP_MUTEX_INITIALIZER;
 
 struct ctl_state {

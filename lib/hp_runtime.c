@@ -31,7 +31,9 @@ enum { STATE_NEW, STATE_TRACING, STATE_OFF, STATE_FINISHING, STATE_FINISHED };
 static int state = STATE_NEW;
 static uint32_t traced_pid;
 static uint32_t finishing_tid; /* the thread writing the end */
-static hp_mutex_t init_lock = HP_MUTEX_INITIALIZER; /* start-up runs once */
+/* Start-up runs once, under it; the first of the locks (docs/design.md,
+ * "Locks"): build_lock, ctl_lock and the loader's lock are taken inside. */
+static hp_mutex_t init_lock = HP_MUTEX_INITIALIZER;
 static uint64_t lost[HP_LOST_LATE + 1];
 static struct hp_config config;
 

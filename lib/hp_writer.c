@@ -26,6 +26,9 @@
 #define FORK_LOCK_WAIT_MS 2000
 #define START_WAIT_MS 2000
 
+/* All encoding and output. Inside it: hp_threads_lock and the loader's
+ * lock; a fatal signal's flush and the fork handler take it with a bounded
+ * wait (docs/design.md, "Locks"). */
 static hp_mutex_t writer_lock = HP_MUTEX_INITIALIZER;
 static struct hp_dict dict;
 static struct hp_raw *scratch;
