@@ -48,25 +48,21 @@ static void teardown(void)
 	tk_remove_tree(dir);
 }
 
+static void add_record(void *arg, uint32_t type, const uint8_t *payload, uint32_t size)
+{
+	(void)arg;
+	ck_assert_int_lt(nrecs, 64);
+	types[nrecs] = type;
+	sizes[nrecs++] = size;
+	if (type != HP_REC_EVENTS)
+		ck_assert_msg(hp_trace_info_add(&info, type, payload, size, err, sizeof(err)) == 0, "%s", err);
+}
+
 /* Flushes, then reads every record into info. */
 static void load(void)
 {
 	ck_assert_int_eq(hp_output_flush(), 0);
-	struct hp_reader *r = hp_reader_open(path, err, sizeof(err));
-	ck_assert_msg(r != NULL, "%s", err);
-	uint32_t type, size;
-	const uint8_t *payload;
-	int rc;
-	while ((rc = hp_reader_next(r, &type, &payload, &size, err, sizeof(err))) == 1) {
-		ck_assert_int_lt(nrecs, 64);
-		types[nrecs] = type;
-		sizes[nrecs++] = size;
-		if (type != HP_REC_EVENTS)
-			ck_assert_msg(hp_trace_info_add(&info, type, payload, size, err, sizeof(err)) == 0,
-				      "%s", err);
-	}
-	ck_assert_msg(rc == 0, "%s", err);
-	hp_reader_close(r);
+	tk_each_record(path, add_record, NULL);
 }
 
 START_TEST(test_process)
