@@ -31,7 +31,13 @@ SYM_LIBS := -ldw -lelf -lstdc++ -lprotobuf-c -lz -lm
 # libhookprof.a link it too (hookprof.pc's Libs.private).
 UNWIND_LIBS := -lunwind
 
-LIB_SRC := $(wildcard lib/*.c) $(wildcard hooks/*.c)
+# lib/ is split by the platform interface (lib/hp_platform.h): the portable
+# files, the Linux-only ones, and hp_platform_win.c, which only the Windows
+# build compiles.
+LIB_LINUX_ONLY := lib/hp_platform_linux.c lib/hp_unwind.c lib/hp_interpose.c lib/hp_interpose_fd.c \
+	lib/hp_interpose_proc.c
+LIB_PORTABLE := $(filter-out $(LIB_LINUX_ONLY) lib/hp_platform_win.c,$(wildcard lib/*.c))
+LIB_SRC := $(LIB_PORTABLE) $(LIB_LINUX_ONLY) $(wildcard hooks/*.c)
 SYM_SRC := $(wildcard symbolize/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # The interposed C library functions would clash with libc.a's in a -static link.

@@ -6,21 +6,21 @@
 #include "hp_buffer.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <time.h>
 
 #include "hp_filter.h"
 #include "hp_format.h"
-#include "hp_runtime.h"
-#include "hp_unwind.h"
-#include "hp_writer.h"
 
-__thread struct hp_tls hp_tls __attribute__((tls_model("initial-exec")));
+__thread struct hp_tls hp_tls HP_TLS_MODEL;
 struct hp_thread *hp_threads;
-pthread_mutex_t hp_threads_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Lock order (docs/design.md, "Locks"): init_lock > writer_lock >
+ * build_lock > hp_threads_lock, ctl_lock; a lock may be taken while holding
+ * one to its left, never the other way round. Held only with asynchronous
+ * signals held off (hp_signals_hold); a fatal signal's flush takes this one
+ * with a bounded wait. A leaf: nothing is taken inside it.
+ */
+hp_mutex_t hp_threads_lock = HP_MUTEX_INITIALIZER;
 
 #define SIGNAL_STACK_BYTES (64u << 10)
 /* How long a fatal signal's flush waits for other threads to finish a
@@ -34,10 +34,8 @@ static size_t buffer_chunks;
  * ring mode has none (SIZE_MAX). */
 static size_t budget_bytes;
 static size_t committed_bytes; /* mapped for live threads' events */
-static pthread_key_t exit_key;
 static uint32_t next_stream;
 static int finished;
-static int key_created;
 
 /* Events a forked child's forking thread starts with (hp_buffer.h). */
 static struct {
@@ -47,20 +45,19 @@ static struct {
 } inherited;
 /* A thread whose buffer could not be mapped: its events are counted lost,
  * without a system call each, until it tries again (hp_clock_ns time). */
-static __thread uint64_t no_buffer_until __attribute__((tls_model("initial-exec")));
+static __thread uint64_t no_buffer_until HP_TLS_MODEL;
 static int no_buffer_warned;
 
 #define NO_BUFFER_RETRY_NS 1000000000ull
 
 /* hookprof_thread_name's before the thread had a buffer: string id + 1. */
-static __thread uint32_t name_before_buffer __attribute__((tls_model("initial-exec")));
+static __thread uint32_t name_before_buffer HP_TLS_MODEL;
 /* This thread is inside chunk work (counted in chunk_workers): a fatal
  * signal's flush on it does not wait for itself. */
-static __thread uint32_t chunk_work_depth __attribute__((tls_model("initial-exec")));
+static __thread uint32_t chunk_work_depth HP_TLS_MODEL;
 static uint32_t stopping_tid; /* a fatal signal's flush runs there: the others stop */
 static uint32_t chunk_workers; /* threads inside enter_chunk_work */
 
-static void thread_exit(void *arg);
 static int lock_threads(int in_signal);
 static int must_stop(void);
 static void stop_in_chunk_work(void) __attribute__((noreturn));
@@ -76,11 +73,7 @@ int hp_buffer_init(const struct hp_config *cfg)
 	budget_bytes = SIZE_MAX;
 	if (buffer_mode == HP_MODE_STREAM)
 		budget_bytes = hp_buffer_bytes() > HP_STREAM_BUDGET ? hp_buffer_bytes() : HP_STREAM_BUDGET;
-	/* Once: a forked child starts the runtime again, with the key it inherited. */
-	if (key_created)
-		return 0;
-	key_created = pthread_key_create(&exit_key, thread_exit) == 0;
-	return key_created ? 0 : -1;
+	return hp_thread_exit_init();
 }
 
 size_t hp_buffer_bytes(void)
@@ -138,16 +131,13 @@ static void use_chunk(struct hp_thread *t, int arm)
  * flush to run on; only where the program set none of its own. */
 static void use_signal_stack(struct hp_thread *t, void *stack)
 {
-	stack_t cur, ss = { .ss_sp = stack, .ss_size = SIGNAL_STACK_BYTES };
-	if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE) && sigaltstack(&ss, NULL) == 0)
+	if (hp_signal_stack_use(stack, SIGNAL_STACK_BYTES))
 		t->signal_stack = stack;
 }
 
 static void drop_signal_stack(struct hp_thread *t)
 {
-	stack_t cur, off = { .ss_flags = SS_DISABLE };
-	if (t->signal_stack && sigaltstack(NULL, &cur) == 0 && cur.ss_sp == t->signal_stack)
-		sigaltstack(&off, NULL);
+	hp_signal_stack_drop(t->signal_stack);
 }
 
 /*
@@ -189,7 +179,7 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	struct hp_thread *t = (struct hp_thread *)(mem + events_bytes + SIGNAL_STACK_BYTES);
 	/* A raw fork's child (no atfork handler) tells its own events from its
 	 * parent's by the zeros the parent's leave behind. */
-	t->wiped_on_fork = madvise(mem, events_bytes, MADV_WIPEONFORK) == 0;
+	t->wiped_on_fork = hp_pages_wipe_on_fork(mem, events_bytes) == 0;
 	use_signal_stack(t, mem + events_bytes);
 	t->base = (struct hp_raw *)mem;
 	t->chunk_len = (uint32_t *)(t + 1);
@@ -200,25 +190,24 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	t->tls = &hp_tls;
 	t->tid = hp_gettid();
 	t->stream = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
-	prctl(PR_GET_NAME, t->name);
+	hp_thread_name_self(t->name, sizeof(t->name));
 	t->named = name_before_buffer;
 	if (first_func)
-		hp_unwind_root(&t->root, first_func);
-	pthread_mutex_lock(&hp_threads_lock);
+		hp_stack_root(&t->root, first_func);
+	hp_mutex_lock(&hp_threads_lock);
 	t->next = hp_threads;
 	/* Release: the writer walks the list without the lock; t's fields are
 	 * visible before t is. */
 	__atomic_store_n(&hp_threads, t, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&hp_threads_lock);
-	/* The main thread never runs key destructors; the final flush covers it. */
-	pthread_setspecific(exit_key, t);
+	hp_mutex_unlock(&hp_threads_lock);
+	/* The main thread may never get it; the final flush covers it. */
+	hp_thread_exit_arm();
 	return t;
 }
 
 void hp_buffer_free_thread(struct hp_thread *t)
 {
 	give_back_budget(t->budgeted);
-	hp_enc_stream_free(&t->enc);
 	hp_pages_free(t->base, t->map_bytes);
 }
 
@@ -232,7 +221,7 @@ static void publish(struct hp_thread *t)
 	 * the ring waits, not per chunk (with a ring of 2 or 4, every chunk).
 	 * It also wakes by itself every 50 ms. */
 	if (t->head - __atomic_load_n(&t->tail, __ATOMIC_RELAXED) >= (t->nchunks >= 8 ? t->nchunks / 4 : 1))
-		hp_writer_notify();
+		hp_buffer_client.notify();
 }
 
 /* Ring mode, or nobody left to consume: the owner drops the oldest chunk. */
@@ -266,8 +255,8 @@ static void make_room(struct hp_thread *t)
 			return;
 		if (buffer_mode == HP_MODE_RING || hp_buffer_finished())
 			drop_oldest(t, tail);
-		else if (!hp_writer_threaded())
-			hp_writer_drain(t);
+		else if (!hp_buffer_client.threaded())
+			hp_buffer_client.drain(t);
 		else if (must_stop())
 			stop_in_chunk_work(); /* not worth a free chunk any more */
 		else
@@ -280,7 +269,7 @@ static void count_lost(int reason)
 	if (reason == HP_LOST_REENTRY && hp_tls.thread)
 		hp_tls.thread->lost_reentry++;
 	else
-		hp_runtime_count_lost(reason);
+		hp_buffer_client.count_lost(reason);
 }
 
 /* Publishes the partial chunk, if it holds anything, and takes a free one
@@ -363,18 +352,9 @@ static void switch_chunk(struct hp_thread *t, int arm)
  * ran while the slow path switches chunks would have its events dropped
  * (busy): it waits the few microseconds until we are done instead, and
  * records them all. Signals our own code would raise (a fault) are left
- * alone. Two system calls every 4096 events (and a getpid, in
- * hp_runtime_in_child).
+ * alone (hp_signals_hold). Two system calls every 4096 events on the full
+ * path (and a getpid, in the client's in_child).
  */
-void hp_buffer_hold_signals(sigset_t *saved)
-{
-	static const int synchronous[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
-	sigset_t mask;
-	sigfillset(&mask);
-	for (size_t i = 0; i < sizeof(synchronous) / sizeof(synchronous[0]); i++)
-		sigdelset(&mask, synchronous[i]);
-	pthread_sigmask(SIG_BLOCK, &mask, saved);
-}
 
 /* Events a forked child's thread starts with: fewer than a chunk, into an
  * empty one. */
@@ -415,7 +395,7 @@ void hp_buffer_start_self(void)
 		return;
 	hp_tls.busy = 1;
 	if (!start_thread(0))
-		hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+		hp_buffer_client.count_lost(HP_LOST_NO_BUFFER);
 	hp_tls.busy = 0;
 }
 
@@ -432,7 +412,7 @@ static void give_back(struct hp_raw *taken)
 static void no_buffer(struct hp_raw *taken)
 {
 	give_back(taken); /* no slot: pos stays put */
-	hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+	hp_buffer_client.count_lost(HP_LOST_NO_BUFFER);
 	no_buffer_until = hp_clock_ns() + NO_BUFFER_RETRY_NS;
 	if (!__atomic_exchange_n(&no_buffer_warned, 1, __ATOMIC_RELAXED))
 		hp_warn("cannot map a %zu MiB event buffer for thread %u; its events are counted lost",
@@ -445,13 +425,8 @@ static int no_buffer_yet(struct hp_raw *taken)
 	if (hp_clock_ns() >= no_buffer_until)
 		return 0;
 	give_back(taken);
-	hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+	hp_buffer_client.count_lost(HP_LOST_NO_BUFFER);
 	return 1;
-}
-
-void hp_buffer_release_signals(const sigset_t *saved)
-{
-	pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 
 /* A fatal signal's flush runs on another thread: this one must stop. */
@@ -475,8 +450,8 @@ static void __attribute__((noreturn)) park_until_death(struct hp_raw *taken)
 	 * filled and its snapshot drops an unfilled newest slot either way. */
 	if (taken && taken + 1 == hp_tls.pos)
 		__atomic_store_n(&hp_tls.pos, taken, __ATOMIC_RELAXED);
-	sigset_t ignored;
-	hp_buffer_hold_signals(&ignored);
+	hp_sigmask_t ignored;
+	hp_signals_hold(&ignored);
 	uint32_t tid = __atomic_load_n(&stopping_tid, __ATOMIC_RELAXED);
 	for (;;)
 		hp_futex_wait(&stopping_tid, tid, 1000);
@@ -532,11 +507,10 @@ static void stop_in_chunk_work(void)
 static void wait_for_chunk_workers(void)
 {
 	uint32_t self = chunk_work_depth; /* the signal may have come in ours */
-	struct timespec nap = { 0, 200000 };
 	for (int i = 0; i < STOP_WAIT_MS * 5; i++) {
 		if (__atomic_load_n(&chunk_workers, __ATOMIC_SEQ_CST) <= self)
 			return;
-		nanosleep(&nap, NULL);
+		hp_sleep_us(200);
 	}
 }
 
@@ -553,7 +527,7 @@ void hp_buffer_stop_others(void)
 	for (struct hp_thread *t = hp_threads; t; t = t->next)
 		if (!t->exited && t->tls && t->tls != &hp_tls)
 			__atomic_store_n(&t->tls->end, NULL, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&hp_threads_lock);
+	hp_mutex_unlock(&hp_threads_lock);
 }
 
 void hp_buffer_suspend_self(struct hp_tls *saved)
@@ -671,7 +645,7 @@ static void note_own_time(struct hp_thread *t)
  */
 static int can_switch_fast(struct hp_thread *t)
 {
-	if (hp_tls.pos < chunk_end(t) || hp_buffer_finished() || !hp_runtime_marked_ours())
+	if (hp_tls.pos < chunk_end(t) || hp_buffer_finished() || !hp_buffer_client.marked_ours())
 		return 0;
 	if (++t->fast_switches % 64 == 0)
 		return 0;
@@ -679,7 +653,7 @@ static int can_switch_fast(struct hp_thread *t)
 		return 1;
 	/* Acquire: as in make_room, which finds the same free chunk. */
 	uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
-	return hp_writer_threaded() && t->head + 1 - tail < t->nchunks;
+	return hp_buffer_client.threaded() && t->head + 1 - tail < t->nchunks;
 }
 
 /*
@@ -741,10 +715,10 @@ static __attribute__((noinline)) void record_slow_at(uint64_t addr, struct hp_ra
 static __attribute__((noinline, cold)) void start_runtime_first(void)
 {
 	int saved_errno = errno;
-	sigset_t saved_mask;
-	hp_buffer_hold_signals(&saved_mask);
-	hp_runtime_ready();
-	hp_buffer_release_signals(&saved_mask);
+	hp_sigmask_t saved_mask;
+	hp_signals_hold(&saved_mask);
+	hp_buffer_client.ready();
+	hp_signals_release(&saved_mask);
 	errno = saved_errno;
 }
 
@@ -763,7 +737,7 @@ static void drop_slot(struct hp_raw *taken)
  * pointer when the hook tail-calls here (it does at -O1 and above). */
 void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken, uint64_t call_site)
 {
-	if (unlikely(!hp_tls.thread) && !hp_tls.retired && !hp_tls.busy && hp_runtime_new())
+	if (unlikely(!hp_tls.thread) && !hp_tls.retired && !hp_tls.busy && hp_buffer_client.not_started())
 		start_runtime_first();
 	if (hp_filter_on && !(addr & HP_RAW_CONTROL) && !hp_tls.busy && !hp_tls.retired &&
 	    hp_filter_event(addr, (uintptr_t)__builtin_dwarf_cfa(), call_site)) {
@@ -778,7 +752,7 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 {
 	/* Without a buffer, start-up may be choosing the clock on another
 	 * thread right now: reading it would race (the tick is read below,
-	 * once hp_runtime_ready has ordered us after start-up). */
+	 * once the client's ready() has ordered us after start-up). */
 	uint64_t tick = at ? at : hp_tls.thread ? hp_tick() : 0;
 	if (unlikely(hp_tls.thread && holding(hp_tls.thread))) {
 		give_back(taken);
@@ -812,11 +786,11 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 		return;
 	int own_time = 0;
 	int saved_errno = errno;
-	sigset_t saved_mask;
-	hp_buffer_hold_signals(&saved_mask);
+	hp_sigmask_t saved_mask;
+	hp_signals_hold(&saved_mask);
 	if (!enter_chunk_work(1))
 		park_until_death(taken);
-	int child = t ? hp_runtime_in_child() : HP_NOT_A_CHILD;
+	int child = t ? hp_buffer_client.in_child() : HP_NOT_A_CHILD;
 	if (child == HP_CHILD_AFRESH)
 		t = NULL; /* hp_tls is new: the child is traced from here on */
 	if (child == HP_CHILD_UNTRACED) {
@@ -831,11 +805,11 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 		}
 	} else if (hp_tls.retired) {
 		/* A child that is not traced. */
-	} else if (hp_runtime_ready() && hp_buffer_stopped()) {
+	} else if (hp_buffer_client.ready() && hp_buffer_stopped()) {
 		/* HOOKPROF_START=off, just read by the start-up this event ran:
 		 * nothing is recorded, and no buffer made, until the start. */
 		give_back(taken);
-	} else if (hp_runtime_ready()) {
+	} else if (hp_buffer_client.ready()) {
 		/* A control word has no frame to find the callers of. */
 		t = start_thread(addr & HP_RAW_CONTROL ? 0 : addr);
 		tick = at ? at : hp_tick();
@@ -852,7 +826,7 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 	if (own_time)
 		note_own_time(t);
 	leave_chunk_work(1);
-	hp_buffer_release_signals(&saved_mask);
+	hp_signals_release(&saved_mask);
 	errno = saved_errno;
 }
 
@@ -865,7 +839,8 @@ static struct {
 	uint32_t stopped;
 	uint64_t stop_tick, start_tick;
 } ctl;
-static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A leaf (docs/design.md, "Locks"): stop and start; never in signal context. */
+static hp_mutex_t ctl_lock = HP_MUTEX_INITIALIZER;
 
 struct ctl_state {
 	uint32_t gen, stopped;
@@ -1024,23 +999,23 @@ void hp_buffer_unpause_self(void)
 /* Every thread's next event goes to the slow path, which finds the stop. */
 static void disarm_all(void)
 {
-	sigset_t saved;
-	hp_buffer_hold_signals(&saved);
-	pthread_mutex_lock(&hp_threads_lock);
+	hp_sigmask_t saved;
+	hp_signals_hold(&saved);
+	hp_mutex_lock(&hp_threads_lock);
 	for (struct hp_thread *t = hp_threads; t; t = t->next)
 		if (!t->exited && t->tls)
 			__atomic_store_n(&t->tls->end, NULL, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&hp_threads_lock);
-	hp_buffer_release_signals(&saved);
+	hp_mutex_unlock(&hp_threads_lock);
+	hp_signals_release(&saved);
 }
 
 static int set_stopped(uint32_t stopped)
 {
-	pthread_mutex_lock(&ctl_lock);
+	hp_mutex_lock(&ctl_lock);
 	int changed = ctl.stopped != stopped;
 	if (changed)
 		ctl_write(stopped, hp_tick());
-	pthread_mutex_unlock(&ctl_lock);
+	hp_mutex_unlock(&ctl_lock);
 	return changed ? 0 : -1;
 }
 
@@ -1143,7 +1118,7 @@ void hp_buffer_retire_self(int in_signal)
 		if (has_partial_chunk(t))
 			publish(t);
 	}
-	prctl(PR_GET_NAME, t->name);
+	hp_thread_name_self(t->exit_name, sizeof(t->exit_name));
 	drop_signal_stack(t);
 	t->tls = NULL;
 	/* Release: the last head and everything above are visible before the
@@ -1151,28 +1126,12 @@ void hp_buffer_retire_self(int in_signal)
 	 * touched again. */
 	__atomic_store_n(&t->exited, 1, __ATOMIC_RELEASE);
 	if (locked)
-		pthread_mutex_unlock(&hp_threads_lock);
+		hp_mutex_unlock(&hp_threads_lock);
 	hp_tls = (struct hp_tls){ .retired = HP_RETIRED };
 }
 
-static void thread_exit(void *arg)
-{
-	(void)arg;
-	int saved_errno = errno;
-	sigset_t saved_mask;
-	hp_buffer_hold_signals(&saved_mask);
-	if (hp_writer_threaded()) {
-		hp_buffer_retire_self(0);
-		hp_writer_notify();
-	} else {
-		hp_writer_retire_and_drain();
-	}
-	hp_buffer_release_signals(&saved_mask);
-	errno = saved_errno;
-}
-
-size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
-		      const struct hp_raw **ev, uint32_t *seq)
+size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct hp_raw **ev,
+		      uint32_t *seq, struct hp_chunk_own *own)
 {
 	for (;;) {
 		uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
@@ -1183,7 +1142,8 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
 		size_t n = t->chunk_len[slot_of(t, tail)];
 		const struct hp_raw *src = chunk_base(t, tail);
 		*seq = tail;
-		t->taken_own = t->own[slot_of(t, tail)];
+		if (own)
+			*own = t->own[slot_of(t, tail)];
 		if (buffer_mode == HP_MODE_STREAM) {
 			*ev = src;
 			return n;
@@ -1248,16 +1208,13 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 			memcpy(scratch, start, n * sizeof(*start));
 			*seq = head;
 		}
-		/* The owner may be writing it right now; a partial chunk's own
-		 * time is not worth a lock. */
-		t->taken_own.tick = 0;
 		/* Published meanwhile: the consumer takes it whole instead. The
 		 * fence keeps the copy's reads before this second look at head. */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&t->head, __ATOMIC_RELAXED) != head)
 			n = 0;
 	}
-	pthread_mutex_unlock(&hp_threads_lock);
+	hp_mutex_unlock(&hp_threads_lock);
 	return n;
 }
 
@@ -1338,29 +1295,23 @@ size_t hp_buffer_keep_since_fork(void)
 /* Our own signal stack goes with the buffer, unless we run on it now. */
 static int may_unmap_own(struct hp_thread *t)
 {
-	stack_t cur;
-	if (!t->signal_stack || sigaltstack(NULL, &cur))
-		return 1;
-	if (cur.ss_flags & SS_ONSTACK)
+	if (hp_signal_stack_running(t->signal_stack))
 		return 0;
 	drop_signal_stack(t);
 	return 1;
 }
 
-void hp_buffer_reset_in_child(int whole)
+void hp_buffer_reset_in_child(void)
 {
 	struct hp_thread *next;
 	for (struct hp_thread *t = hp_threads; t; t = next) {
 		next = t->next;
 		if (t == hp_tls.thread && !may_unmap_own(t))
 			continue;
-		/* The encoder's stack may have been growing at a raw fork. */
-		if (whole)
-			hp_enc_stream_free(&t->enc);
 		hp_pages_free(t->base, t->map_bytes);
 	}
 	hp_threads = NULL;
-	pthread_mutex_init(&hp_threads_lock, NULL);
+	hp_mutex_reinit(&hp_threads_lock);
 	committed_bytes = 0;
 	next_stream = 0;
 	finished = 0;

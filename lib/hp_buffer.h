@@ -17,14 +17,11 @@
 #ifndef HP_BUFFER_H
 #define HP_BUFFER_H
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 
 #include "hp_config.h"
 #include "hp_encode.h"
 #include "hp_platform.h"
-#include "hp_unwind.h"
 
 #define HP_CHUNK_BYTES (64u << 10)
 #define HP_CHUNK_EVENTS (HP_CHUNK_BYTES / sizeof(struct hp_raw))
@@ -62,7 +59,7 @@ _Static_assert(__builtin_offsetof(struct hp_tls, pos) == 0 &&
 		       __builtin_offsetof(struct hp_tls, end) == 8,
 	       "hp_take_slot knows where pos and end are");
 
-extern __thread struct hp_tls hp_tls __attribute__((tls_model("initial-exec"))) HP_HIDDEN;
+extern __thread struct hp_tls hp_tls HP_TLS_MODEL HP_HIDDEN;
 
 #define HP_HELD_EVENTS 64u
 
@@ -92,10 +89,11 @@ struct hp_thread {
 	uint32_t exited;         /* owner published its last chunk */
 	uint64_t lost_ring;      /* events dropped by ring mode */
 	uint64_t lost_reentry;   /* events raised inside hookprof's slow path */
-	char name[16];
+	char name[16];           /* at its start: read by the consumer at any time */
+	char exit_name[16];      /* at its exit: read once exited is seen */
 	uint32_t named;          /* hookprof_thread_name's string id + 1, or 0 */
 	void *signal_stack;      /* ours, if we installed one for the owner */
-	struct hp_unwind_stack root; /* callers of its first instrumented frame */
+	struct hp_frames root;    /* callers of its first instrumented frame */
 	uint32_t wiped_on_fork;  /* a forked child finds the events zeroed (MADV_WIPEONFORK) */
 	/* The owner's chunk switch without system calls runs with signals on:
 	 * the events of an instrumented handler that interrupts it are held
@@ -105,12 +103,41 @@ struct hp_thread {
 	uint32_t held_in, held_out; /* held[held_out..held_in) wait, modulo HP_HELD_EVENTS */
 	struct hp_raw held[HP_HELD_EVENTS];
 	uint32_t fast_switches;  /* since the last switch that asked getpid */
-	/* Consumer's state, under the writer's lock. */
-	struct hp_enc_stream enc;
-	uint32_t next_seq;       /* chunk expected next; another means a gap */
-	struct hp_chunk_own taken_own; /* of the chunk hp_buffer_take or _snapshot_partial gave */
-	uint32_t announced;      /* THREAD record written */
+	/* The consumer's state of this stream, its own and opaque here
+	 * (hp_writer.c); NULL until it needs one, freed by it. */
+	struct hp_writer_stream *consumer;
 };
+
+/*
+ * What the buffer needs from its consumer and from the runtime: the few
+ * slow-path callbacks below, in one table that the runtime defines
+ * (hp_runtime.c), so that the buffer knows neither the writer nor the
+ * runtime. A table fixed at link time rather than handed over at
+ * start-up: the first event, which starts the runtime, may come before
+ * any code of ours has run (an instrumented constructor of another
+ * object), and it needs start() already.
+ */
+enum { HP_NOT_A_CHILD = 0, HP_CHILD_AFRESH = 1, HP_CHILD_UNTRACED = 2 };
+struct hp_buffer_client {
+	/* A quarter of a ring waits: wake the consumer thread if it sleeps. */
+	void (*notify)(void);
+	/* A consumer thread runs (else the owner drains its own chunks). */
+	int (*threaded)(void);
+	/* No consumer thread: encode t's published chunks on this thread. */
+	void (*drain)(struct hp_thread *t);
+	/* An event lost outside any thread's stream (HP_LOST_*). */
+	void (*count_lost)(int reason);
+	/* The runtime has not started: the next event starts it. */
+	int (*not_started)(void);
+	/* Starts it if need be; 1 while the process is traced. */
+	int (*ready)(void);
+	/* Is this a forked child the fork handlers did not reach
+	 * (HP_NOT_A_CHILD, HP_CHILD_AFRESH, HP_CHILD_UNTRACED)? A system call. */
+	int (*in_child)(void);
+	/* No system call: 1 if this is surely not a child with memory of its own. */
+	int (*marked_ours)(void);
+};
+extern const struct hp_buffer_client hp_buffer_client HP_HIDDEN;
 
 /* call_site: the hooks' second argument, the return address of the
  * function entered or left (the filters find its frame by it); 0 for a
@@ -184,7 +211,7 @@ static inline void hp_buffer_record(uint64_t addr, uint64_t call_site)
 }
 
 extern struct hp_thread *hp_threads HP_HIDDEN;
-extern pthread_mutex_t hp_threads_lock HP_HIDDEN;
+extern hp_mutex_t hp_threads_lock HP_HIDDEN;
 
 int hp_buffer_init(const struct hp_config *cfg) HP_HIDDEN;
 /* A thread's buffer as hp_buffer_init sized it (a power of two of chunks):
@@ -194,10 +221,6 @@ size_t hp_buffer_bytes(void) HP_HIDDEN;
 /* Publishes the calling thread's partial chunk; it will record no more.
  * in_signal: from a fatal signal's flush (waits for locks a bounded time). */
 void hp_buffer_retire_self(int in_signal) HP_HIDDEN;
-/* Holds asynchronous signals off while the calling thread holds one of our
- * locks, so that a fatal signal's flush never waits for it (faults stay). */
-void hp_buffer_hold_signals(sigset_t *saved) HP_HIDDEN;
-void hp_buffer_release_signals(const sigset_t *saved) HP_HIDDEN;
 
 /* A fatal signal's flush begins on the calling thread: every other thread
  * stops at its next event (parked until the process dies), so that the
@@ -237,11 +260,13 @@ void hp_buffer_publish_self(void) HP_HIDDEN;
  * (n events at *ev, with its sequence number) or 0; the consumer calls
  * hp_buffer_release after encoding it. In ring mode the events are copied
  * into scratch (HP_CHUNK_EVENTS slots) since the owner may overwrite them.
+ * own (if not NULL): the slow path's own time noted in the chunk.
  */
-size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
-		      const struct hp_raw **ev, uint32_t *seq) HP_HIDDEN;
+size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct hp_raw **ev,
+		      uint32_t *seq, struct hp_chunk_own *own) HP_HIDDEN;
 void hp_buffer_release(struct hp_thread *t, uint32_t seq) HP_HIDDEN;
-/* Copies the events of a live thread's unpublished chunk (final flush only). */
+/* Copies the events of a live thread's unpublished chunk (final flush
+ * only); its own time is not worth a lock, and not given. */
 size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch,
 				  uint32_t *seq, int in_signal) HP_HIDDEN;
 void hp_buffer_free_thread(struct hp_thread *t) HP_HIDDEN;
@@ -261,9 +286,9 @@ void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick) HP_HID
  * slots before them were wiped); their number. */
 size_t hp_buffer_keep_since_fork(void) HP_HIDDEN;
 /* In a child: forgets every thread (only the calling one exists, and it
- * starts again at its next event, with the inherited events); `whole`: the
- * encoder's memory is consistent (fork() ran our handlers) and freed too. */
-void hp_buffer_reset_in_child(int whole) HP_HIDDEN;
+ * starts again at its next event, with the inherited events). The consumer
+ * forgets its state of them first (hp_writer_reset_in_child). */
+void hp_buffer_reset_in_child(void) HP_HIDDEN;
 /* The calling thread's buffer, if it has inherited events to hold. */
 void hp_buffer_start_self(void) HP_HIDDEN;
 

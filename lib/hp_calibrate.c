@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include "hp_calibrate.h"
 
-#include <signal.h>
 #include <string.h>
 
 #include "hp_buffer.h"
@@ -74,10 +73,10 @@ int hp_calibrate(struct hp_calibration *c)
 	struct hp_raw *ev = hp_pages_alloc(bytes);
 	if (!ev)
 		return -1;
-	sigset_t saved_mask;
-	hp_buffer_hold_signals(&saved_mask);
+	hp_sigmask_t saved_mask;
+	hp_signals_hold(&saved_mask);
 	run_pairs(ev);
-	hp_buffer_release_signals(&saved_mask);
+	hp_signals_release(&saved_mask);
 	uint64_t limit = typical_limit(ev, (uint32_t *)(ev + HP_CHUNK_EVENTS));
 	*c = (struct hp_calibration){ 0 };
 	for (uint32_t i = 0; i + 1 < HP_CALIBRATE_PAIRS; i++) {

@@ -63,7 +63,7 @@ static int read_buffer(struct hp_config *cfg, const char *s, char *err, size_t e
 	int too_large;
 	size_t v = parse_size(s, &too_large);
 	if (too_large || v > HP_BUFFER_MAX) {
-		snprintf(err, errlen, "HOOKPROF_BUFFER='%s' is more than %luG per thread; using %luG",
+		snprintf(err, errlen, "HOOKPROF_BUFFER='%s' is more than %lluG per thread; using %lluG",
 			 s, HP_BUFFER_MAX >> 30, HP_BUFFER_MAX >> 30);
 		cfg->buffer_bytes = HP_BUFFER_MAX;
 		return -1;

@@ -15,9 +15,9 @@ enum hp_mode { HP_MODE_STREAM, HP_MODE_RING };
 #define HP_BUFFER_MIN (128u << 10)
 /* Per thread: every thread maps this much, the first event touches it, and
  * a ring of 1G already holds 64 million events. */
-#define HP_BUFFER_MAX (1ul << 30)
+#define HP_BUFFER_MAX (1ull << 30)
 /* The largest size hp_config_parse_size reads (a bigger one is not a size). */
-#define HP_SIZE_MAX_PARSED (1ul << 36)
+#define HP_SIZE_MAX_PARSED (1ull << 36)
 
 struct hp_config {
 	enum hp_mode mode;

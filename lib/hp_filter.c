@@ -12,19 +12,10 @@
 #define _GNU_SOURCE
 #include "hp_filter.h"
 
-#include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <link.h>
-#include <pthread.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "hp_buffer.h"
 #include "hp_encode.h"
@@ -34,13 +25,13 @@ int hp_filter_on;
 #define REGEX_MAX 32
 
 struct regex_list {
-	regex_t re[REGEX_MAX];
+	void *re[REGEX_MAX]; /* hp_regex_compile's */
 	size_t n;
 };
 
 static struct regex_list excludes, includes;
 static unsigned depth_max;
-static char *(*demangler)(const char *, char *, size_t *, int *);
+static hp_demangler_fn demangler;
 
 struct range {
 	uint64_t lo, hi;
@@ -55,7 +46,7 @@ struct table {
 	uint32_t mask;
 	uint32_t nranges;
 	struct range *ranges; /* executable segments of the modules read, sorted */
-	unsigned long long adds, subs; /* dl_iterate_phdr's counters when built */
+	uint64_t generation; /* hp_modules_generation when built */
 	/* The one built before: a thread may still be probing an old table,
 	 * so each is kept, reachable from `built` (never freed, nor a leak). */
 	struct table *older;
@@ -63,7 +54,9 @@ struct table {
 
 static struct table *current;
 static struct table *built; /* every table, newest first; under build_lock */
-static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Inside it: the loader's lock and the program's malloc; taken inside
+ * init_lock, never in signal context (docs/design.md, "Locks"). */
+static hp_mutex_t build_lock = HP_MUTEX_INITIALIZER;
 
 /* The levels of the calling thread; a stack pointer of 0 marks none. */
 static __thread struct {
@@ -71,7 +64,7 @@ static __thread struct {
 	uintptr_t include_sp; /* the root of the included subtree we are in */
 	uint32_t depth;       /* recorded frames open (DEPTH) */
 	uintptr_t sp[HP_DEPTH_MAX];
-} level __attribute__((tls_model("initial-exec")));
+} level HP_TLS_MODEL;
 
 /* ---- regexes ---------------------------------------------------------- */
 
@@ -116,10 +109,8 @@ static int compile_list(struct regex_list *l, const char *var, const char *list,
 		}
 		memcpy(re, s, len);
 		re[len] = 0;
-		int e = regcomp(&l->re[l->n], re, REG_EXTENDED | REG_NOSUB);
-		if (e) {
-			char why[128];
-			regerror(e, &l->re[l->n], why, sizeof(why));
+		char why[128];
+		if (!(l->re[l->n] = hp_regex_compile(re, why, sizeof(why)))) {
 			snprintf(err, errlen, "%s: '%s' is not a regular expression (%s); ignored", var, re, why);
 			rc = -1;
 			continue;
@@ -132,14 +123,14 @@ static int compile_list(struct regex_list *l, const char *var, const char *list,
 static void free_list(struct regex_list *l)
 {
 	for (size_t i = 0; i < l->n; i++)
-		regfree(&l->re[i]);
+		hp_regex_free(l->re[i]);
 	l->n = 0;
 }
 
 static int matches(const struct regex_list *l, const char *name)
 {
 	for (size_t i = 0; i < l->n; i++)
-		if (!regexec(&l->re[i], name, 0, NULL, 0))
+		if (hp_regex_matches(l->re[i], name))
 			return 1;
 	return 0;
 }
@@ -162,77 +153,6 @@ unsigned hp_filter_name_verdict(const char *name)
 	return v;
 }
 
-/* ---- ELF symbol tables ------------------------------------------------ */
-
-/* [off, off + n * size) lies inside the file. */
-static int within(size_t filesize, uint64_t off, uint64_t n, uint64_t size)
-{
-	return off <= filesize && (size == 0 || n <= (filesize - off) / size);
-}
-
-static const Elf64_Shdr *section_of_type(const uint8_t *p, const Elf64_Ehdr *eh, uint32_t type)
-{
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(p + eh->e_shoff);
-	for (unsigned i = 0; i < eh->e_shnum; i++)
-		if (sh[i].sh_type == type)
-			return &sh[i];
-	return NULL;
-}
-
-static int is_function(const Elf64_Sym *s)
-{
-	unsigned type = ELF64_ST_TYPE(s->st_info);
-	return (type == STT_FUNC || type == STT_GNU_IFUNC) && s->st_shndx != SHN_UNDEF && s->st_value;
-}
-
-static int read_elf(const uint8_t *p, size_t size, uint64_t bias,
-		    void (*fn)(void *, const char *, uint64_t), void *arg)
-{
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
-	if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-	    !within(size, eh->e_shoff, eh->e_shnum, sizeof(Elf64_Shdr)))
-		return -1;
-	const Elf64_Shdr *sym = section_of_type(p, eh, SHT_SYMTAB);
-	if (!sym)
-		sym = section_of_type(p, eh, SHT_DYNSYM);
-	if (!sym)
-		return 0; /* no symbols: nothing to match */
-	const Elf64_Shdr *str = sym->sh_link < eh->e_shnum ? (const Elf64_Shdr *)(p + eh->e_shoff) + sym->sh_link : NULL;
-	if (!str || sym->sh_entsize != sizeof(Elf64_Sym) ||
-	    !within(size, sym->sh_offset, sym->sh_size / sizeof(Elf64_Sym), sizeof(Elf64_Sym)) ||
-	    !within(size, str->sh_offset, str->sh_size, 1))
-		return -1;
-	const Elf64_Sym *syms = (const Elf64_Sym *)(p + sym->sh_offset);
-	const char *names = (const char *)p + str->sh_offset;
-	for (uint64_t i = 0; i < sym->sh_size / sizeof(Elf64_Sym); i++) {
-		const Elf64_Sym *s = &syms[i];
-		if (!is_function(s) || s->st_name >= str->sh_size ||
-		    !memchr(names + s->st_name, 0, str->sh_size - s->st_name))
-			continue;
-		fn(arg, names + s->st_name, bias + s->st_value);
-	}
-	return 0;
-}
-
-int hp_filter_read_symbols(const char *path, uint64_t bias,
-			   void (*fn)(void *arg, const char *name, uint64_t addr), void *arg)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	void *p = MAP_FAILED;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return -1;
-	int rc = read_elf(p, (size_t)st.st_size, bias, fn, arg);
-	munmap(p, (size_t)st.st_size);
-	return rc;
-}
-
 /* ---- the table -------------------------------------------------------- */
 
 struct module {
@@ -248,7 +168,7 @@ struct gather {
 	size_t nranges, capranges;
 	struct { uint64_t addr; unsigned verdict; } *hits;
 	size_t nhits, caphits;
-	unsigned long long adds, subs;
+	uint64_t generation;
 	int failed;
 };
 
@@ -265,33 +185,26 @@ static int grow(void **p, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
-static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
+static int add_module(const struct hp_loaded_module *m, void *arg)
 {
-	(void)size;
 	struct gather *g = arg;
-	g->adds = info->dlpi_adds;
-	g->subs = info->dlpi_subs;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+	for (uint32_t i = 0; i < m->nseg; i++) {
+		if (!(m->seg[i].flags & HP_SEGMENT_X))
 			continue;
 		if (grow((void **)&g->ranges, &g->capranges, g->nranges, sizeof(*g->ranges))) {
 			g->failed = 1;
 			return 1;
 		}
-		uint64_t lo = info->dlpi_addr + ph->p_vaddr;
-		g->ranges[g->nranges++] = (struct range){ lo, lo + ph->p_memsz };
+		g->ranges[g->nranges++] = (struct range){ m->seg[i].start, m->seg[i].start + m->seg[i].size };
 	}
-	/* The main program's name is empty; the vDSO's is no path. */
-	const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
-	if (!strchr(name, '/'))
+	if (!m->has_file)
 		return 0;
 	if (grow((void **)&g->mods, &g->capmods, g->nmods, sizeof(*g->mods)) ||
-	    !(g->mods[g->nmods].path = strdup(name))) {
+	    !(g->mods[g->nmods].path = strdup(m->path))) {
 		g->failed = 1;
 		return 1;
 	}
-	g->mods[g->nmods++].bias = info->dlpi_addr;
+	g->mods[g->nmods++].bias = m->bias;
 	return 0;
 }
 
@@ -349,8 +262,7 @@ static struct table *make_table(struct gather *g)
 	t->ranges = g->ranges;
 	t->nranges = (uint32_t)g->nranges;
 	g->ranges = NULL;
-	t->adds = g->adds;
-	t->subs = g->subs;
+	t->generation = g->generation;
 	return t;
 }
 
@@ -363,15 +275,16 @@ static void gather_free(struct gather *g)
 	free(g->hits);
 }
 
-/* Under build_lock. The files are read after dl_iterate_phdr, not while
- * it holds the loader's lock. */
+/* Under build_lock. The files are read after the walk of the modules, not
+ * while it holds the loader's lock. */
 static void build(void)
 {
 	struct gather g = { 0 };
 	int saved = errno;
-	dl_iterate_phdr(add_module, &g);
+	g.generation = hp_modules_generation();
+	hp_modules_each(add_module, &g);
 	for (size_t i = 0; i < g.nmods && !g.failed; i++)
-		hp_filter_read_symbols(g.mods[i].path, g.mods[i].bias, add_symbol, &g);
+		hp_module_symbols(g.mods[i].path, g.mods[i].bias, add_symbol, &g);
 	struct table *t = g.failed ? NULL : make_table(&g);
 	gather_free(&g);
 	errno = saved;
@@ -390,7 +303,7 @@ static const struct table *table_now(void)
 }
 
 /* The module of the calling thread's last miss: most are in the same one. */
-static __thread const struct range *last_range __attribute__((tls_model("initial-exec")));
+static __thread const struct range *last_range HP_TLS_MODEL;
 
 static int in_ranges(const struct table *t, uint64_t addr)
 {
@@ -410,33 +323,22 @@ static int in_ranges(const struct table *t, uint64_t addr)
 	return 0;
 }
 
-static int counters(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	unsigned long long *c = arg;
-	c[0] = info->dlpi_adds;
-	c[1] = info->dlpi_subs;
-	return 1;
-}
-
 /* An address of no module read: the objects loaded since are read, if
  * any were (a function of a dlopen'ed object runs; often its constructor,
  * inside dlopen). Our own slow path meanwhile: nested events are dropped,
  * and signals wait. */
 static void read_new_modules(const struct table *seen)
 {
-	sigset_t saved_mask;
-	hp_buffer_hold_signals(&saved_mask);
+	hp_sigmask_t saved_mask;
+	hp_signals_hold(&saved_mask);
 	uint32_t busy = hp_tls.busy;
 	hp_tls.busy = 1;
-	pthread_mutex_lock(&build_lock);
-	unsigned long long c[2] = { 0, 0 };
-	dl_iterate_phdr(counters, c);
-	if (table_now() == seen && (c[0] != seen->adds || c[1] != seen->subs))
+	hp_mutex_lock(&build_lock);
+	if (table_now() == seen && hp_modules_generation() != seen->generation)
 		build();
-	pthread_mutex_unlock(&build_lock);
+	hp_mutex_unlock(&build_lock);
 	hp_tls.busy = busy;
-	hp_buffer_release_signals(&saved_mask);
+	hp_signals_release(&saved_mask);
 }
 
 static inline unsigned probe(const struct table *t, uint64_t addr)
@@ -477,9 +379,9 @@ void hp_filter_modules_changed(void)
 {
 	if (!hp_filter_on || !table_now())
 		return;
-	pthread_mutex_lock(&build_lock);
+	hp_mutex_lock(&build_lock);
 	build();
-	pthread_mutex_unlock(&build_lock);
+	hp_mutex_unlock(&build_lock);
 }
 
 /* ---- set-up ----------------------------------------------------------- */
@@ -491,12 +393,10 @@ int hp_filter_init(const struct hp_config *cfg, char *err, size_t errlen)
 	rc |= compile_list(&includes, "HOOKPROF_INCLUDE", cfg->include, err, errlen);
 	depth_max = cfg->depth;
 	if (excludes.n || includes.n) {
-		/* Found, never linked: a C program has none, and names stay mangled. */
-		demangler = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT,
-										  "__cxa_demangle");
-		pthread_mutex_lock(&build_lock);
+				demangler = hp_find_demangler();
+		hp_mutex_lock(&build_lock);
 		build();
-		pthread_mutex_unlock(&build_lock);
+		hp_mutex_unlock(&build_lock);
 		if (!table_now()) {
 			snprintf(err, errlen, "out of memory reading the symbols; "
 					      "HOOKPROF_EXCLUDE and HOOKPROF_INCLUDE ignored");

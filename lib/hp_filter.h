@@ -6,7 +6,7 @@
  * While a filter is on, every event takes the slow path (its end is NULL,
  * as without the TSC) and asks hp_filter_drops first. Names are matched
  * once, at start and when the set of loaded objects changes, against the
- * ELF symbol tables of the loaded modules: the per-event question is one
+ * symbol tables of the loaded modules (hp_module_symbols): the per-event question is one
  * probe of a hash of matched entry addresses.
  */
 #ifndef HP_FILTER_H
@@ -50,13 +50,6 @@ void hp_filter_modules_changed(void) HP_HIDDEN;
 /* The verdict of an address, of a name (as the report prints it). */
 unsigned hp_filter_verdict(uint64_t addr) HP_HIDDEN;
 unsigned hp_filter_name_verdict(const char *name) HP_HIDDEN;
-
-/* Calls fn for each function symbol (STT_FUNC, STT_GNU_IFUNC, defined) of
- * the ELF file at path: .symtab, or .dynsym if it has none; the address is
- * bias + st_value. 0, or -1 if the file cannot be read as ELF (checked
- * against its size everywhere: an odd file is skipped, never a crash). */
-int hp_filter_read_symbols(const char *path, uint64_t bias,
-			   void (*fn)(void *arg, const char *name, uint64_t addr), void *arg) HP_HIDDEN;
 
 /* Tests: the calling thread's levels forgotten; every filter off. */
 void hp_filter_reset_thread(void) HP_HIDDEN;

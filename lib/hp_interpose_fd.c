@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "hp_output.h"
+#include "hp_linux.h"
 #include "hp_platform.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -44,7 +44,7 @@ HP_EXPORT int close(int fd)
 {
 	static void *cache;
 	int (*next)(int) = next_of(&cache, "close");
-	if (hp_output_keeps(fd))
+	if (hp_file_keeps(fd))
 		return 0;
 	if (!next) {
 		errno = ENOSYS;
@@ -66,7 +66,7 @@ static int close_range_around(unsigned first, unsigned last, int flags, unsigned
 
 HP_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
-	int fd = hp_output_kept_fd();
+	int fd = hp_file_kept_fd();
 	/* Marking ours close-on-exec is harmless: it is already. */
 	if (fd < 0 || (unsigned)fd < first || (unsigned)fd > last || (flags & CLOSE_RANGE_CLOEXEC))
 		return real_close_range(first, last, flags);
@@ -77,7 +77,7 @@ HP_EXPORT void closefrom(int lowfd)
 {
 	static void *cache;
 	void (*next)(int) = next_of(&cache, "closefrom");
-	int fd = hp_output_kept_fd();
+	int fd = hp_file_kept_fd();
 	if (fd >= 0 && fd >= lowfd && lowfd >= 0) {
 		/* Below ours, then the C library's for the rest, which falls back
 		 * to /proc/self/fd where close_range is missing. */

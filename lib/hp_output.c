@@ -1,17 +1,12 @@
 /*
- * hp_output.c - trace file creation and batched appends.
+ * hp_output.c - trace file naming and batched appends; the file itself is
+ * the platform's (hp_platform.h, "the trace file").
  */
-#define _GNU_SOURCE
 #include "hp_output.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "hp_format.h"
 
@@ -24,12 +19,7 @@ static char path[4096];
  * the child changed directory (daemon) before its first event. */
 static char base_dir[4096];
 static int keep_base_dir;
-static int out_fd = -1; /* also read by the close() interposers */
-static dev_t out_dev;
-static ino_t out_ino;
-static int out_regular; /* a file we created (else a device or a FIFO) */
-static int out_fifo;
-static int per_batch;   /* no descriptor kept: opened for each batch */
+static int opened;
 static int header_written;
 static int renamed;
 static int failed;
@@ -54,12 +44,12 @@ static int append(char *out, size_t outlen, size_t *n, const char *s)
 int hp_output_expand(const char *spec, const char *prog, int pid, char *out, size_t outlen)
 {
 	char pidstr[16];
+	const char separator[2] = { HP_PATH_SEPARATOR, 0 };
 	size_t n = 0;
-	struct stat st;
 	snprintf(pidstr, sizeof(pidstr), "%d", pid);
 	out[0] = 0;
-	if (!spec || (stat(spec, &st) == 0 && S_ISDIR(st.st_mode))) {
-		if (spec && (append(out, outlen, &n, spec) || append(out, outlen, &n, "/")))
+	if (!spec || hp_path_kind(spec) == HP_PATH_DIR) {
+		if (spec && (append(out, outlen, &n, spec) || append(out, outlen, &n, separator)))
 			return -1;
 		spec = "%n-%p.hookprof";
 	}
@@ -80,148 +70,16 @@ int hp_output_expand(const char *spec, const char *prog, int pid, char *out, siz
 static int make_absolute(char *p, size_t len)
 {
 	char tmp[4096];
-	if (p[0] == '/')
+	if (hp_path_is_absolute(p))
 		return 0;
-	if (!keep_base_dir && !getcwd(base_dir, sizeof(base_dir)))
+	if (!keep_base_dir && hp_cwd(base_dir, sizeof(base_dir)))
 		return -1;
-	if (snprintf(tmp, sizeof(tmp), "%s/%s", base_dir, p) >= (int)sizeof(tmp))
+	if (snprintf(tmp, sizeof(tmp), "%s%c%s", base_dir, HP_PATH_SEPARATOR, p) >= (int)sizeof(tmp))
 		return -1;
 	if (strlen(tmp) >= len)
 		return -1;
 	strcpy(p, tmp);
 	return 0;
-}
-
-/*
- * Where the descriptor is kept. The program's open() must still get the
- * lowest free number, and a program that opens files up to its limit must
- * get as many as without us:
- *  - the soft limit (up to 64K) is below the hard one: above it, where the
- *    program cannot open anything (the soft limit is raised for the dup and
- *    put back; a descriptor above the limit stays valid);
- *  - no limit, or one of thousands: at 1000, above the numbers
- *    programs expect, and far from the last ones;
- *  - a small fixed limit (soft = hard < 4096, `ulimit -n 8`): none is kept;
- *    each batch opens the file by name and closes it (a program at its
- *    limit at that moment ends the trace, with one warning, rather than the
- *    other way round).
- */
-enum { KEEP_NONE = -1, KEEP_ABOVE_LIMIT = -2 };
-#define KEEP_AT 1000
-#define KEEP_FIXED_LIMIT_MIN 4096
-#define KEEP_ABOVE_LIMIT_MAX 65536
-
-static int keep_where(struct rlimit *rl)
-{
-	if (getrlimit(RLIMIT_NOFILE, rl) || rl->rlim_cur == RLIM_INFINITY)
-		return KEEP_AT;
-	/* (A huge limit would make the kernel's descriptor table as big.) */
-	if (rl->rlim_cur < rl->rlim_max && rl->rlim_cur <= KEEP_ABOVE_LIMIT_MAX)
-		return KEEP_ABOVE_LIMIT;
-	return rl->rlim_cur >= KEEP_FIXED_LIMIT_MIN ? KEEP_AT : KEEP_NONE;
-}
-
-static int dup_above_limit(int fd, const struct rlimit *rl)
-{
-	struct rlimit raised = *rl;
-	rlim_t room = rl->rlim_max - rl->rlim_cur;
-	raised.rlim_cur += room < 64 ? room : 64;
-	if (setrlimit(RLIMIT_NOFILE, &raised))
-		return -1;
-	int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)rl->rlim_cur);
-	setrlimit(RLIMIT_NOFILE, rl);
-	return high;
-}
-
-static void note_identity(int fd)
-{
-	struct stat st;
-	if (fstat(fd, &st) == 0) {
-		out_dev = st.st_dev;
-		out_ino = st.st_ino;
-	}
-}
-
-/* Moves fd where it is kept. Under a small fixed limit it stays where it
- * is, for the batch at hand only (per_batch; batch_done closes it). */
-static int keep_descriptor(int fd)
-{
-	struct rlimit rl;
-	int where = keep_where(&rl);
-	per_batch = where == KEEP_NONE;
-	int high = per_batch		       ? -1
-		   : where == KEEP_ABOVE_LIMIT ? dup_above_limit(fd, &rl)
-					       : fcntl(fd, F_DUPFD_CLOEXEC, where);
-	if (high >= 0) {
-		close(fd);
-		fd = high;
-	}
-	__atomic_store_n(&out_fd, fd, __ATOMIC_RELAXED);
-	return fd;
-}
-
-static int is_trace_file(int fd, struct stat *st)
-{
-	return fstat(fd, st) == 0 && st->st_dev == out_dev && st->st_ino == out_ino;
-}
-
-int hp_output_keeps(int fd)
-{
-	struct stat st;
-	return fd >= 0 && fd == __atomic_load_n(&out_fd, __ATOMIC_RELAXED) && is_trace_file(fd, &st);
-}
-
-int hp_output_kept_fd(void)
-{
-	struct stat st;
-	int fd = __atomic_load_n(&out_fd, __ATOMIC_RELAXED);
-	return fd >= 0 && is_trace_file(fd, &st) ? fd : -1;
-}
-
-/* Opens the trace by name again: our file, or -1 (errno set). A FIFO's
- * open must not wait for a reader. */
-static int reopen(void)
-{
-	struct stat st;
-	int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return -1;
-	if (!is_trace_file(fd, &st)) {
-		close(fd); /* another file under our name */
-		errno = ENOENT;
-		return -1;
-	}
-	fcntl(fd, F_SETFL, O_WRONLY | O_APPEND);
-	return fd;
-}
-
-/* Our descriptor, reopened if the program closed it or took its number;
- * -1 (errno set) if the file itself is gone. *len: the file's length. */
-static int trace_descriptor(off_t *len)
-{
-	struct stat st;
-	int fd = __atomic_load_n(&out_fd, __ATOMIC_RELAXED);
-	if (fd < 0 || !is_trace_file(fd, &st)) {
-		/* Not ours any more: the number is the program's now, left alone. */
-		__atomic_store_n(&out_fd, -1, __ATOMIC_RELAXED);
-		fd = reopen();
-		if (fd < 0)
-			return -1;
-		fstat(fd, &st);
-		fd = keep_descriptor(fd);
-	}
-	*len = st.st_size;
-	return st.st_nlink || !out_regular ? fd : (errno = ENOENT, -1);
-}
-
-/* Per batch: the descriptor goes when the batch is written. */
-static void batch_done(void)
-{
-	int fd = __atomic_load_n(&out_fd, __ATOMIC_RELAXED);
-	if (per_batch && fd >= 0) {
-		__atomic_store_n(&out_fd, -1, __ATOMIC_RELAXED);
-		close(fd);
-	}
 }
 
 static int create_exclusive(const char *base, char *err, size_t errlen)
@@ -231,17 +89,12 @@ static int create_exclusive(const char *base, char *err, size_t errlen)
 			snprintf(path, sizeof(path), "%s", base);
 		else if (snprintf(path, sizeof(path), "%s.%d", base, i) >= (int)sizeof(path))
 			break;
-		/* 0600: the trace holds the command line. */
-		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
-		if (fd >= 0) {
+		int rc = hp_file_create(path);
+		if (rc == 0) {
 			renamed = i > 0;
-			out_regular = 1;
-			note_identity(fd);
-			keep_descriptor(fd);
-			batch_done();
 			return 0;
 		}
-		if (errno != EEXIST) {
+		if (rc < 0) {
 			snprintf(err, errlen, "cannot create trace file '%s': %s", path, strerror(errno));
 			return -1;
 		}
@@ -253,49 +106,22 @@ static int create_exclusive(const char *base, char *err, size_t errlen)
 /*
  * HOOKPROF_OUTPUT names a character device (/dev/null, /dev/full, a
  * terminal) or a FIFO: written as asked, not replaced by a numbered file.
- * A FIFO nobody reads is refused at once rather than waited for.
  */
-static int open_special(const char *base, const struct stat *want, char *err, size_t errlen)
-{
-	struct stat st;
-	int fifo = S_ISFIFO(want->st_mode);
-	snprintf(path, sizeof(path), "%s", base);
-	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		if (fifo && errno == ENXIO)
-			snprintf(err, errlen, "nothing reads the FIFO '%s'", path);
-		else
-			snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) || (st.st_mode & S_IFMT) != (want->st_mode & S_IFMT)) {
-		close(fd);
-		snprintf(err, errlen, "'%s' changed while it was opened", path);
-		return -1;
-	}
-	fcntl(fd, F_SETFL, O_WRONLY); /* blocking again: a slow reader holds the writer back */
-	out_fifo = fifo;
-	note_identity(fd);
-	keep_descriptor(fd);
-	if (per_batch && fifo) {
-		/* Reopened per batch, the reader would see the end of the file. */
-		batch_done();
-		snprintf(err, errlen, "no descriptor to keep the FIFO '%s' open under RLIMIT_NOFILE", path);
-		return -1;
-	}
-	batch_done();
-	return 0;
-}
-
 static int open_output(const char *base, char *err, size_t errlen)
 {
-	struct stat st;
-	if (stat(base, &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode))
+	switch (hp_path_kind(base)) {
+	case HP_PATH_NONE:
+	case HP_PATH_FILE:
+	case HP_PATH_DIR:
 		return create_exclusive(base, err, errlen);
-	if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
-		return open_special(base, &st, err, errlen);
-	snprintf(err, errlen, "'%s' is not a file, a character device or a FIFO", base);
-	return -1;
+	case HP_PATH_CHAR:
+	case HP_PATH_FIFO:
+		snprintf(path, sizeof(path), "%s", base);
+		return hp_file_open_special(base, hp_path_kind(base) == HP_PATH_FIFO, err, errlen);
+	default:
+		snprintf(err, errlen, "'%s' is not a file, a character device or a FIFO", base);
+		return -1;
+	}
 }
 
 static void put_file_header(void)
@@ -313,11 +139,11 @@ static void put_file_header(void)
 int hp_output_create(const char *spec, const char *prog, int pid, char *err, size_t errlen)
 {
 	char base[4096];
-	struct stat st;
 	size_t len = spec ? strlen(spec) : 0;
 	/* "out/" means a directory (hp_output_expand names the file in it): one
 	 * that is not there is what to say, not that a file cannot be made. */
-	if (len && spec[len - 1] == '/' && (stat(spec, &st) || !S_ISDIR(st.st_mode))) {
+	if (len && (spec[len - 1] == '/' || spec[len - 1] == HP_PATH_SEPARATOR) &&
+	    hp_path_kind(spec) != HP_PATH_DIR) {
 		snprintf(err, errlen, "the directory '%s' (HOOKPROF_OUTPUT) does not exist", spec);
 		return -1;
 	}
@@ -327,15 +153,11 @@ int hp_output_create(const char *spec, const char *prog, int pid, char *err, siz
 	}
 	if (open_output(base, err, errlen))
 		return -1;
+	opened = 1;
 	pending = hp_pages_alloc(PENDING_BYTES);
 	if (!pending) {
 		snprintf(err, errlen, "no memory for the output buffer");
-		int fd = out_fd;
-		out_fd = -1; /* first: the interposed close() keeps the trace's own */
-		if (fd >= 0)
-			close(fd);
-		if (out_regular)
-			unlink(path);
+		hp_file_discard(path);
 		return -1;
 	}
 	put_file_header();
@@ -363,24 +185,6 @@ void hp_output_end(uint8_t *end)
 		hp_output_flush();
 }
 
-/* Bytes written; fewer than n (errno set) if the file took no more. */
-static size_t write_all(int fd, const uint8_t *p, size_t n)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t w = write(fd, p + done, n - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = ENOSPC;
-			break;
-		}
-		done += (size_t)w;
-	}
-	return done;
-}
-
 /* The end of the last whole record within the first n pending bytes. */
 static size_t whole_records(size_t n)
 {
@@ -397,46 +201,20 @@ static size_t whole_records(size_t n)
 }
 
 /*
- * RLIMIT_FSIZE: a write past it raises SIGXFSZ, which would end the
- * program. Only the whole records that fit below it are written.
- */
-static size_t fits_below_size_limit(off_t len, size_t n)
-{
-	struct rlimit rl;
-	if (!out_regular || getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return n;
-	if ((rlim_t)len >= rl.rlim_cur)
-		return 0;
-	rlim_t room = rl.rlim_cur - (rlim_t)len;
-	return room >= n ? n : whole_records((size_t)room);
-}
-
-/* A FIFO whose reader is gone: writing would raise SIGPIPE. */
-static int reader_gone(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLOUT };
-	return out_fifo && poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
-}
-
-/*
  * Writes the pending records. A short write (a full disk, a quota) leaves
  * the file cut inside a record: it is cut back to the last whole one, so
- * that it still reads.
+ * that it still reads. Under a file size limit (whose signal would end the
+ * program) only the whole records that fit below it are written.
  */
-static int write_pending(int fd, off_t len)
+static int write_pending(uint64_t len)
 {
-	size_t n = fits_below_size_limit(len, pending_len);
-	if (reader_gone(fd)) {
-		errno = EPIPE;
-		return -1;
-	}
-	size_t done = write_all(fd, pending, n);
+	uint64_t room = hp_file_room(len, pending_len);
+	size_t n = room >= pending_len ? pending_len : whole_records((size_t)room);
+	size_t done = hp_file_write(pending, n);
 	if (done == pending_len)
 		return 0;
 	int why = n < pending_len && done == n ? EFBIG : errno;
-	if (out_regular)
-		while (ftruncate(fd, len + (off_t)whole_records(done)) < 0 && errno == EINTR)
-			;
+	hp_file_truncate(len + whole_records(done));
 	errno = why;
 	return -1;
 }
@@ -448,14 +226,13 @@ int hp_output_flush(void)
 	if (!pending_len)
 		return 0;
 	int saved = errno;
-	off_t len = 0;
-	int fd = trace_descriptor(&len);
-	int rc = fd < 0 ? -1 : write_pending(fd, len);
+	uint64_t len = 0;
+	int rc = hp_file_batch_begin(&len) ? -1 : write_pending(len);
 	if (rc < 0) {
 		hp_warn("cannot write trace file '%s': %s; the trace ends here", path, strerror(errno));
 		failed = 1;
 	}
-	batch_done();
+	hp_file_batch_end();
 	header_written = 1;
 	pending_len = 0;
 	errno = saved;
@@ -464,11 +241,9 @@ int hp_output_flush(void)
 
 void hp_output_reset_in_child(void)
 {
-	struct stat st;
-	/* The parent's trace: ours to close only if the number is still ours. */
-	if (out_fd >= 0 && is_trace_file(out_fd, &st))
-		close(out_fd);
-	out_fd = -1;
+	if (opened)
+		hp_file_forget();
+	opened = 0;
 	hp_pages_free(pending, PENDING_BYTES);
 	pending = NULL;
 	pending_len = 0;

@@ -1,12 +1,9 @@
 /*
- * hp_output.h - the trace file: created once, appended to in batches.
- *
- * One descriptor is kept, close-on-exec, where the program's open() does not
- * look (above its soft RLIMIT_NOFILE, or at 1000; see keep_where), or none
- * under a small fixed limit. The program may close every descriptor or
- * reuse the number: the shared library's close() keeps ours open
- * (hp_interpose_fd.c), and each batch checks that the descriptor is still
- * our file and reopens it by name if not.
+ * hp_output.h - the trace file: named and created once, appended to in
+ * batches of whole records. The file itself is kept by the platform
+ * (hp_platform.h; on Linux one descriptor, close-on-exec, where the
+ * program's open() does not look, checked before each batch and reopened
+ * by name if the program took it).
  */
 #ifndef HP_OUTPUT_H
 #define HP_OUTPUT_H
@@ -38,12 +35,6 @@ void hp_output_end(uint8_t *end) HP_HIDDEN;
  * A file that takes only part of them ends at the last whole record. */
 int hp_output_flush(void) HP_HIDDEN;
 size_t hp_output_pending(void) HP_HIDDEN;
-/* The trace's descriptor, if it is open on the trace (not the program's to
- * close); else -1. */
-int hp_output_kept_fd(void) HP_HIDDEN;
-/* fd is that descriptor (a system call only when the number matches). */
-int hp_output_keeps(int fd) HP_HIDDEN;
-
 /* In a forked child: forgets the parent's trace (closes our descriptor of
  * it); hp_output_create then makes the child's. */
 void hp_output_reset_in_child(void) HP_HIDDEN;

@@ -9,14 +9,8 @@
 #include "hp_runtime.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #define HOOKPROF_INTERNAL_
 #include "../include/hookprof.h"
@@ -26,8 +20,8 @@
 #include "hp_filter.h"
 #include "hp_modules.h"
 #include "hp_output.h"
+#include "hp_records.h"
 #include "hp_strings.h"
-#include "hp_unwind.h"
 #include "hp_writer.h"
 
 enum { STATE_NEW, STATE_TRACING, STATE_OFF, STATE_FINISHING, STATE_FINISHED };
@@ -35,9 +29,11 @@ enum { STATE_NEW, STATE_TRACING, STATE_OFF, STATE_FINISHING, STATE_FINISHED };
 #define CMDLINE_MAX (64u << 10)
 
 static int state = STATE_NEW;
-static pid_t traced_pid;
+static uint32_t traced_pid;
 static uint32_t finishing_tid; /* the thread writing the end */
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* Start-up runs once, under it; the first of the locks (docs/design.md,
+ * "Locks"): build_lock, ctl_lock and the loader's lock are taken inside. */
+static hp_mutex_t init_lock = HP_MUTEX_INITIALIZER;
 static uint64_t lost[HP_LOST_LATE + 1];
 static struct hp_config config;
 
@@ -56,13 +52,15 @@ static uint32_t *memory_mark;
  * have failed to take it meanwhile). */
 static __thread int fork_prepared;
 static uint32_t daemon_forking; /* tid of a thread in daemon(), whose parent half will _exit */
-static int atfork_registered;
 
-/* Program-terminating signals whose default action would lose the trace. */
-static const int fatal_signals[] = { SIGSEGV, SIGBUS,  SIGILL,  SIGFPE,    SIGABRT, SIGTRAP,
-				     SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,   SIGPIPE, SIGALRM,
-				     SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ,   SIGSYS,  SIGVTALRM,
-				     SIGPROF, SIGIO,   SIGPWR,  SIGSTKFLT };
+/* The first fatal event of the process: the first crashing thread claims
+ * it, and it is written once, by the final flush, before END. */
+static struct {
+	uint32_t claimed;
+	uint32_t ready; /* filled in */
+	uint32_t written;
+	struct hp_crash_info c;
+} crash;
 
 #define EARLY_CLOCK_GAP_NS 100000u
 #define FINISH_WAIT_MS 10000
@@ -77,26 +75,6 @@ void hp_runtime_count_lost(int reason)
 uint64_t hp_runtime_lost(uint32_t reason)
 {
 	return reason <= HP_LOST_LATE ? __atomic_load_n(&lost[reason], __ATOMIC_RELAXED) : 0;
-}
-
-static size_t read_cmdline(char *buf, size_t len)
-{
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	size_t n = 0;
-	ssize_t r;
-	while (n < len && (r = read(fd, buf + n, len - n)) > 0)
-		n += (size_t)r;
-	close(fd);
-	return n;
-}
-
-static uint8_t *put_string(uint8_t *p, const char *s, size_t len)
-{
-	hp_le32(p, (uint32_t)len);
-	memcpy(p + 4, s, len);
-	return p + 4 + len;
 }
 
 /* The smallest step the clock was seen to take between two readings: a
@@ -115,38 +93,23 @@ static uint32_t clock_step(void)
 	return best > UINT32_MAX ? 0 : (uint32_t)best;
 }
 
-/* PROCESS: pid, clock, start time, mode, then the executable and argv, then
- * (since 1.1's extension) the buffer per thread and the clock's step. */
 static void process_record(void)
 {
 	static char cmdline[CMDLINE_MAX];
-	char exe[4096];
-	size_t cmd_len = read_cmdline(cmdline, sizeof(cmdline));
-	ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof(exe));
-	exe_len = exe_len > 0 ? exe_len : 0;
-	uint32_t argc = 0;
-	for (size_t i = 0; i < cmd_len; i++)
-		argc += cmdline[i] == 0;
-	uint32_t step = clock_step();
-	uint8_t *p = hp_output_begin(HP_REC_PROCESS, 24 + 4 + (size_t)exe_len + cmd_len + 4 * (size_t)argc +
-							     HP_PROCESS_TAIL_SIZE);
-	if (!p)
-		return;
-	hp_le32(p, (uint32_t)getpid());
-	hp_le32(p + 4, hp_tick_is_tsc ? HP_CLOCK_TSC : HP_CLOCK_MONOTONIC);
-	hp_le64(p + 8, hp_realtime_ns());
-	hp_le32(p + 16, config.mode == HP_MODE_RING ? 1 : 0);
-	hp_le32(p + 20, argc);
-	p = put_string(p + 24, exe, (size_t)exe_len);
-	for (size_t i = 0; i < cmd_len;) {
-		size_t len = strnlen(cmdline + i, cmd_len - i);
-		p = put_string(p, cmdline + i, len);
-		i += len + 1;
-	}
-	hp_le64(p, hp_buffer_bytes());
-	hp_le32(p + 8, step);
-	hp_le32(p + 12, 0);
-	hp_output_end(p + HP_PROCESS_TAIL_SIZE);
+	static char exe[4096];
+	struct hp_process_info pi = {
+		.pid = hp_getpid(),
+		.clock = hp_tick_is_tsc ? HP_CLOCK_TSC : HP_CLOCK_MONOTONIC,
+		.start_ns = hp_realtime_ns(),
+		.ring = config.mode == HP_MODE_RING,
+		.exe = exe,
+		.exe_len = hp_exe_path(exe, sizeof(exe)),
+		.cmdline = cmdline,
+		.cmdline_len = hp_command_line(cmdline, sizeof(cmdline)),
+		.buffer_bytes = hp_buffer_bytes(),
+		.clock_step = clock_step(),
+	};
+	hp_records_process(&pi);
 }
 
 /* Another thread is writing the end (two threads in exit(), or a crash
@@ -175,9 +138,9 @@ static void finish(int in_signal)
 {
 	if (!tracing_here(in_signal))
 		return;
-	sigset_t saved_mask;
+	hp_sigmask_t saved_mask;
 	if (!in_signal)
-		hp_buffer_hold_signals(&saved_mask);
+		hp_signals_hold(&saved_mask);
 	int expected = STATE_TRACING;
 	if (!__atomic_compare_exchange_n(&state, &expected, STATE_FINISHING, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
@@ -186,7 +149,7 @@ static void finish(int in_signal)
 		    __atomic_load_n(&finishing_tid, __ATOMIC_RELAXED) != hp_gettid())
 			wait_until_finished(in_signal);
 		if (!in_signal)
-			hp_buffer_release_signals(&saved_mask);
+			hp_signals_release(&saved_mask);
 		return;
 	}
 	__atomic_store_n(&finishing_tid, hp_gettid(), __ATOMIC_RELAXED);
@@ -206,7 +169,7 @@ static void finish(int in_signal)
 	__atomic_store_n(&state, STATE_FINISHED, __ATOMIC_RELEASE);
 	hp_futex_wake((uint32_t *)&state);
 	if (!in_signal)
-		hp_buffer_release_signals(&saved_mask);
+		hp_signals_release(&saved_mask);
 }
 
 void hp_runtime_before_exec(void)
@@ -214,32 +177,43 @@ void hp_runtime_before_exec(void)
 	finish(0);
 }
 
-static void on_fatal_signal(int sig, siginfo_t *info, void *ucontext)
+/* The interrupted thread's stack and what killed it. Only the first
+ * crash of the process is kept. */
+static void note_crash(const struct hp_fatal *f)
+{
+	uint32_t expected = 0;
+	if (!f->context || !__atomic_compare_exchange_n(&crash.claimed, &expected, 1, 0,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	uint64_t t0 = hp_clock_ns();
+	struct hp_crash_info *c = &crash.c;
+	c->stream = hp_tls.thread ? hp_tls.thread->stream : HP_STREAM_NONE;
+	c->tid = hp_gettid();
+	c->sig = f->sig;
+	c->code = f->code;
+	c->addr = f->addr;
+	c->n = hp_stack_crash(f, c->pc, HP_CRASH_FRAMES, &c->flags);
+	c->unwind_ns = hp_clock_ns() - t0;
+	/* Release: the frames are complete before a flush on another thread
+	 * (one already finishing) sees ready. */
+	__atomic_store_n(&crash.ready, 1, __ATOMIC_RELEASE);
+}
+
+void hp_runtime_on_fatal(const struct hp_fatal *f)
 {
 	int saved = errno;
-	hp_unwind_crash(sig, info, ucontext);
+	note_crash(f);
 	finish(1);
-	/* Back to the default action: the signal, blocked while we run, is
-	 * delivered again when we return and ends the process as it would have. */
-	signal(sig, SIG_DFL);
-	raise(sig);
 	errno = saved;
 }
 
-/* Only where the program left the default: its own handlers stay its own. */
-static void install_signal_handlers(void)
+const struct hp_crash_info *hp_runtime_take_crash(void)
 {
-	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
-		struct sigaction old, sa;
-		if (sigaction(fatal_signals[i], NULL, &old) || old.sa_handler != SIG_DFL ||
-		    (old.sa_flags & SA_SIGINFO))
-			continue;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_fatal_signal;
-		sa.sa_flags = SA_ONSTACK | SA_SIGINFO; /* the context, for the backtrace */
-		sigfillset(&sa.sa_mask);
-		sigaction(fatal_signals[i], &sa, NULL);
-	}
+	/* Acquire: pairs with the release store of ready. */
+	if (!__atomic_load_n(&crash.ready, __ATOMIC_ACQUIRE) || crash.written)
+		return NULL;
+	crash.written = 1;
+	return &crash.c;
 }
 
 /* A child that is not traced: no writer thread, and not its parent's trace. */
@@ -258,23 +232,23 @@ static void stop_tracing_in_child(void)
  */
 static void trace_child_afresh(uint32_t flags, uint64_t fork_tick)
 {
-	parent.pid = (uint32_t)traced_pid;
+	parent.pid = traced_pid;
 	parent.flags = flags;
 	parent.tick = fork_tick;
 	snprintf(parent.trace, sizeof(parent.trace), "%s", hp_output_path());
 	int whole = flags & HP_PARENT_FRAMES; /* our handlers ran: all is consistent */
 	hp_writer_reset_in_child(whole);
-	hp_buffer_reset_in_child(whole);
+	hp_buffer_reset_in_child();
 	hp_output_reset_in_child();
 	memset(lost, 0, sizeof(lost));
 	finishing_tid = 0;
-	init_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	hp_mutex_reinit(&init_lock);
 	/* Release: the reset state is visible before an event sees NEW. */
 	__atomic_store_n(&state, STATE_NEW, __ATOMIC_RELEASE);
 }
 
 /* The mask before_fork replaced, while it holds the writer's lock. */
-static __thread sigset_t fork_saved_mask;
+static __thread hp_sigmask_t fork_saved_mask;
 
 /* Asynchronous signals are held off from taking the writer's lock to the
  * fork handlers' letting it go, as wherever a program thread holds it: a
@@ -284,10 +258,10 @@ static void before_fork(void)
 	fork_prepared = 0;
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_buffer_in_own_work())
 		return;
-	sigset_t saved;
-	hp_buffer_hold_signals(&saved);
+	hp_sigmask_t saved;
+	hp_signals_hold(&saved);
 	if (hp_writer_lock_for_fork()) {
-		hp_buffer_release_signals(&saved);
+		hp_signals_release(&saved);
 		return;
 	}
 	fork_saved_mask = saved;
@@ -303,7 +277,7 @@ static void after_fork_in_parent(void)
 {
 	if (fork_prepared) {
 		hp_writer_unlock_after_fork();
-		hp_buffer_release_signals(&fork_saved_mask);
+		hp_signals_release(&fork_saved_mask);
 	}
 	if (__atomic_load_n(&daemon_forking, __ATOMIC_RELAXED) == hp_gettid())
 		finish(0);
@@ -329,7 +303,7 @@ static void after_fork_in_child(void)
 	else
 		stop_tracing_in_child();
 	if (fork_prepared)
-		hp_buffer_release_signals(&fork_saved_mask);
+		hp_signals_release(&fork_saved_mask);
 }
 
 enum child_kind { NOT_A_CHILD, CHILD_OWN_MEMORY, CHILD_SHARED_MEMORY, CHILD_UNKNOWN };
@@ -343,7 +317,7 @@ enum child_kind { NOT_A_CHILD, CHILD_OWN_MEMORY, CHILD_SHARED_MEMORY, CHILD_UNKN
 static enum child_kind child_kind(void)
 {
 	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
-	if (s != STATE_TRACING || likely(getpid() == traced_pid))
+	if (s != STATE_TRACING || likely(hp_getpid() == traced_pid))
 		return NOT_A_CHILD;
 	/* Without MADV_WIPEONFORK (kernels before 4.14) nothing tells. */
 	if (!memory_mark)
@@ -408,22 +382,17 @@ static int tracing_here(int in_signal)
 /* PARENT: who forked this process, or its parent process. */
 static void parent_record(void)
 {
-	size_t len = strlen(parent.trace);
-	uint8_t *p = hp_output_begin(HP_REC_PARENT, 20 + len);
-	if (!p)
-		return;
-	hp_le32(p, parent.pid ? parent.pid : (uint32_t)getppid());
-	hp_le32(p + 4, parent.pid ? parent.flags : 0);
-	hp_le64(p + 8, parent.tick);
-	p = put_string(p + 16, parent.trace, len);
-	hp_output_end(p);
+	if (parent.pid)
+		hp_records_parent(parent.pid, parent.flags, parent.tick, parent.trace);
+	else
+		hp_records_parent(hp_getppid(), 0, parent.tick, parent.trace);
 }
 
 static void mark_own_memory(void)
 {
 	if (!memory_mark) {
 		uint32_t *page = hp_pages_alloc(4096);
-		if (page && madvise(page, 4096, MADV_WIPEONFORK)) {
+		if (page && hp_pages_wipe_on_fork(page, 4096)) {
 			hp_pages_free(page, 4096);
 			page = NULL;
 		}
@@ -439,9 +408,9 @@ static void runtime_init(void)
 	static char err[2 * 4096 + 512];
 	int saved = errno;
 	hp_warn_init();
-	if (hp_config_read(&config, secure_getenv, hp_secure_execution(), err, sizeof(err)))
+	if (hp_config_read(&config, hp_getenv, hp_secure_execution(), err, sizeof(err)))
 		hp_warn("%s", err);
-	if (!config.off && hp_config_check_names(environ, err, sizeof(err)))
+	if (!config.off && hp_config_check_names(hp_environ(), err, sizeof(err)))
 		hp_warn("%s", err);
 	if (config.off) {
 		__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
@@ -449,12 +418,12 @@ static void runtime_init(void)
 		return;
 	}
 	hp_platform_init(config.force_monotonic);
-	hp_unwind_init();
+	hp_stack_init();
 	if (hp_filter_init(&config, err, sizeof(err)))
 		hp_warn("%s", err);
 	snprintf(err, sizeof(err), "cannot set up hookprof's buffers");
 	if (hp_buffer_init(&config) || hp_writer_init() || hp_strings_init() ||
-	    hp_output_create(config.output, program_invocation_short_name, getpid(), err, sizeof(err))) {
+	    hp_output_create(config.output, hp_program_name(), (int)hp_getpid(), err, sizeof(err))) {
 		hp_warn("%s; this run is not traced", err);
 		__atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
 		errno = saved;
@@ -463,7 +432,7 @@ static void runtime_init(void)
 	/* A forked child's numbered name is the rule, not a surprise. */
 	if (hp_output_renamed() && config.output && !parent.pid)
 		hp_warn("'%s' exists; the trace goes to '%s'", config.output, hp_output_path());
-	traced_pid = getpid();
+	traced_pid = hp_getpid();
 	process_record();
 	parent_record();
 	hp_writer_calibration_record(HP_CALIBRATION_START);
@@ -483,10 +452,9 @@ static void runtime_init(void)
 		hp_writer_start();
 	if (config.start_stopped)
 		hp_buffer_begin_stopped();
-	install_signal_handlers();
+	hp_fatal_hooks_install();
 	mark_own_memory();
-	if (!atfork_registered)
-		atfork_registered = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
+	hp_fork_hooks_install(before_fork, after_fork_in_parent, after_fork_in_child);
 	/* Release: every setting above is visible before an event sees TRACING. */
 	__atomic_store_n(&state, STATE_TRACING, __ATOMIC_RELEASE);
 	errno = saved;
@@ -503,62 +471,54 @@ int hp_runtime_ready(void)
 	if (likely(s == STATE_TRACING))
 		return 1;
 	if (s == STATE_NEW) {
-		pthread_once(&init_once, runtime_init);
+		hp_mutex_lock(&init_lock);
+		if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW)
+			runtime_init();
+		hp_mutex_unlock(&init_lock);
 		s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
 	}
 	return s == STATE_TRACING;
 }
 
 /* The process that loaded us: its forked copies say nothing at exit. */
-static pid_t loaded_pid;
+static uint32_t loaded_pid;
 
-__attribute__((constructor(101))) static void runtime_loaded(void)
+void hp_runtime_on_load(void)
 {
-	int saved = errno;
-	loaded_pid = getpid();
+	loaded_pid = hp_getpid();
 	hp_warn_init(); /* the program's stderr, before it can change it */
-	errno = saved;
 }
 
-/* 1 if the parent process has a libhookprof.so mapped: a process of a
- * traced tree (a /bin/true a traced program execs with LD_PRELOAD set),
- * whose root speaks for the tree. Read only at exit, and only when nothing
- * was traced. */
-static int parent_has_runtime(void)
+/* Last, at process exit. A process in which no instrumented function ran
+ * writes no trace: without a word, the user would look for one (a program
+ * built without -finstrument-functions). Said once per tree: by the
+ * process that loaded us, not by its forked copies nor by the programs a
+ * traced process runs. */
+void hp_runtime_on_exit(void)
 {
-	static const char name[] = "/libhookprof.so";
-	char buf[8192];
-	size_t keep = 0, len = sizeof(name) - 1;
-	int found = 0;
-	snprintf(buf, sizeof(buf), "/proc/%d/maps", (int)getppid());
-	int fd = open(buf, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t got;
-	while (!found && (got = read(fd, buf + keep, sizeof(buf) - keep)) > 0) {
-		size_t n = keep + (size_t)got;
-		found = memmem(buf, n, name, len) != NULL;
-		/* A name split between two reads is found in the next. */
-		keep = n < len ? n : len - 1;
-		memmove(buf, buf + n - keep, keep);
-	}
-	close(fd);
-	return found;
-}
-
-/* Priority 101: the last of this object's destructors to run. A process in
- * which no instrumented function ran writes no trace: without a word, the
- * user would look for one (a program built without -finstrument-functions).
- * Said once per tree: by the process that loaded us, not by its forked
- * copies nor by the programs a traced process runs. */
-__attribute__((destructor(101))) static void runtime_destructor(void)
-{
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW && getpid() == loaded_pid &&
-	    !parent_has_runtime())
-		hp_warn("no instrumented function ran in %s (pid %d): no trace written "
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW && hp_getpid() == loaded_pid &&
+	    !hp_parent_has_runtime())
+		hp_warn("no instrumented function ran in %s (pid %u): no trace written "
 			"(was it built with -finstrument-functions?)",
-			program_invocation_short_name, (int)loaded_pid);
+			hp_program_name(), loaded_pid);
 	finish(0);
+}
+
+/* A traced thread exits: its last chunk is published (and written, when
+ * there is no writer thread). */
+void hp_runtime_on_thread_exit(void)
+{
+	int saved_errno = errno;
+	hp_sigmask_t saved_mask;
+	hp_signals_hold(&saved_mask);
+	if (hp_writer_threaded()) {
+		hp_buffer_retire_self(0);
+		hp_writer_notify();
+	} else {
+		hp_writer_retire_and_drain();
+	}
+	hp_signals_release(&saved_mask);
+	errno = saved_errno;
 }
 
 /* Signals are held off while the flush holds the writer's lock: a fatal
@@ -568,11 +528,11 @@ HP_EXPORT int hookprof_flush(void)
 {
 	if (!hp_runtime_ready() || !tracing_here(0))
 		return -1;
-	sigset_t saved_mask;
-	hp_buffer_hold_signals(&saved_mask);
+	hp_sigmask_t saved_mask;
+	hp_signals_hold(&saved_mask);
 	hp_buffer_publish_self();
 	int rc = hp_writer_flush_all();
-	hp_buffer_release_signals(&saved_mask);
+	hp_signals_release(&saved_mask);
 	return rc;
 }
 
@@ -585,18 +545,30 @@ void hp_runtime_objects_changed(void)
 {
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_tls.busy)
 		return;
-	sigset_t saved_mask;
-	hp_buffer_hold_signals(&saved_mask);
+	hp_sigmask_t saved_mask;
+	hp_signals_hold(&saved_mask);
 	hp_filter_modules_changed();
-	hp_buffer_release_signals(&saved_mask);
+	hp_signals_release(&saved_mask);
 }
 
 void hp_runtime_objects_changing(void)
 {
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != STATE_TRACING || hp_buffer_in_own_work())
 		return;
-	sigset_t saved_mask;
-	hp_buffer_hold_signals(&saved_mask);
+	hp_sigmask_t saved_mask;
+	hp_signals_hold(&saved_mask);
 	hp_writer_modules_changed();
-	hp_buffer_release_signals(&saved_mask);
+	hp_signals_release(&saved_mask);
 }
+
+/* The buffer's callbacks (hp_buffer.h): the consumer's, and ours. */
+const struct hp_buffer_client hp_buffer_client = {
+	.notify = hp_writer_notify,
+	.threaded = hp_writer_threaded,
+	.drain = hp_writer_drain,
+	.count_lost = hp_runtime_count_lost,
+	.not_started = hp_runtime_new,
+	.ready = hp_runtime_ready,
+	.in_child = hp_runtime_in_child,
+	.marked_ours = hp_runtime_marked_ours,
+};

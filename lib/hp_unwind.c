@@ -1,6 +1,7 @@
 /*
- * hp_unwind.c - crash backtraces and thread root stacks with libunwind
- * (local unwinding, from .eh_frame).
+ * hp_unwind.c - Linux only: hp_platform.h's stack captures (crash
+ * backtraces and thread root stacks) with libunwind (local unwinding, from
+ * .eh_frame). The records they go into are hp_records.c's.
  *
  * What libunwind 1.6 does behind unw_step, and why it is acceptable in a
  * fatal signal's handler and in the hook's slow path:
@@ -23,7 +24,7 @@
  *   handler. Entries cached by earlier walks (the thread roots, which
  *   share start_thread and the program's outer frames) spare those frames
  *   the dl_iterate_phdr.
- * tdep_init's one-time set-up runs in hp_unwind_init, at start-up. It
+ * tdep_init's one-time set-up runs in hp_stack_init, at start-up. It
  * opens a pipe (two descriptors, for its write()-based memory check) that
  * it keeps: under a small descriptor limit those would be the program's
  * last ones, so there it is made to land above the soft limit, or, where
@@ -32,7 +33,7 @@
  */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
-#include "hp_unwind.h"
+#include "hp_platform.h"
 
 #include <fcntl.h>
 #include <libunwind.h>
@@ -40,22 +41,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "hp_buffer.h"
+#include "hp_encode.h"
 #include "hp_format.h"
-#include "hp_output.h"
 
 /* Our frames below the first instrumented one: this file's, the slow path,
  * the hook. A few more in case a compiler splits them. */
 #define OWN_FRAMES_MAX 8
-
-static struct {
-	uint32_t claimed; /* the first crashing thread owns the rest */
-	uint32_t ready;   /* filled in; written at the final flush */
-	uint32_t written;
-	uint32_t stream, tid, sig, code, flags, n;
-	uint64_t addr, unwind_ns;
-	uint64_t pc[HP_CRASH_FRAMES];
-} crash;
 
 /* Below this soft RLIMIT_NOFILE two descriptors matter (hp_output.c keeps
  * its own out of the way from the same bound). */
@@ -99,7 +90,7 @@ static int init_above_limit(const struct rlimit *rl)
 	return rc;
 }
 
-void hp_unwind_init(void)
+void hp_stack_init(void)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
@@ -166,7 +157,7 @@ static int skip_to_function(unw_cursor_t *c, uint64_t first_func)
 	return 0;
 }
 
-__attribute__((noinline)) void hp_unwind_root(struct hp_unwind_stack *s, uint64_t first_func)
+__attribute__((noinline)) void hp_stack_root(struct hp_frames *s, uint64_t first_func)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
@@ -184,69 +175,14 @@ __attribute__((noinline)) void hp_unwind_root(struct hp_unwind_stack *s, uint64_
 	s->n = walk(&c, s->pc, HP_ROOT_FRAMES, &s->flags);
 }
 
-static int has_fault_address(int sig)
+uint32_t hp_stack_crash(const struct hp_fatal *f, uint64_t *pc, uint32_t max, uint32_t *flags)
 {
-	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP;
-}
-
-void hp_unwind_crash(int sig, const siginfo_t *info, void *ucontext)
-{
-	uint32_t expected = 0;
-	if (!ucontext || !__atomic_compare_exchange_n(&crash.claimed, &expected, 1, 0,
-						      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		return;
-	uint64_t t0 = hp_clock_ns();
-	crash.stream = hp_tls.thread ? hp_tls.thread->stream : HP_STREAM_NONE;
-	crash.tid = hp_gettid();
-	crash.sig = (uint32_t)sig;
-	crash.code = info ? (uint32_t)info->si_code : 0;
-	crash.addr = info && has_fault_address(sig) ? (uint64_t)(uintptr_t)info->si_addr : 0;
 	unw_cursor_t c;
+	if (!f->context)
+		return 0;
 	/* The signal frame's IP is the faulting instruction itself, not a
 	 * return address: libunwind must not look one byte before it. */
-	if (unw_init_local2(&c, (unw_context_t *)ucontext, UNW_INIT_SIGNAL_FRAME) == 0)
-		crash.n = walk(&c, crash.pc, HP_CRASH_FRAMES, &crash.flags);
-	crash.unwind_ns = hp_clock_ns() - t0;
-	/* Release: the frames are complete before a flush on another thread
-	 * (one already finishing) sees ready. */
-	__atomic_store_n(&crash.ready, 1, __ATOMIC_RELEASE);
-}
-
-static void write_frames(uint8_t *p, const uint64_t *pc, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		hp_le64(p + 8 * (size_t)i, pc[i]);
-}
-
-void hp_unwind_write_stack(uint32_t stream, const struct hp_unwind_stack *s)
-{
-	uint8_t *p = hp_output_begin(HP_REC_STACK, 12 + 8 * (size_t)s->n);
-	if (!p)
-		return;
-	hp_le32(p, stream);
-	hp_le32(p + 4, s->flags);
-	hp_le32(p + 8, s->n);
-	write_frames(p + 12, s->pc, s->n);
-	hp_output_end(p + 12 + 8 * (size_t)s->n);
-}
-
-void hp_unwind_write_crash(void)
-{
-	/* Acquire: pairs with the release store of ready. */
-	if (!__atomic_load_n(&crash.ready, __ATOMIC_ACQUIRE) || crash.written)
-		return;
-	crash.written = 1;
-	uint8_t *p = hp_output_begin(HP_REC_CRASH, 40 + 8 * (size_t)crash.n);
-	if (!p)
-		return;
-	hp_le32(p, crash.stream);
-	hp_le32(p + 4, crash.tid);
-	hp_le32(p + 8, crash.sig);
-	hp_le32(p + 12, crash.code);
-	hp_le64(p + 16, crash.addr);
-	hp_le64(p + 24, crash.unwind_ns);
-	hp_le32(p + 32, crash.flags);
-	hp_le32(p + 36, crash.n);
-	write_frames(p + 40, crash.pc, crash.n);
-	hp_output_end(p + 40 + 8 * (size_t)crash.n);
+	if (unw_init_local2(&c, (unw_context_t *)f->context, UNW_INIT_SIGNAL_FRAME))
+		return 0;
+	return walk(&c, pc, max, flags);
 }

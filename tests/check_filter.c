@@ -228,7 +228,7 @@ static void count_symbol(void *arg, const char *name, uint64_t addr)
 
 START_TEST(test_read_own_symbols)
 {
-	ck_assert_int_eq(hp_filter_read_symbols("/proc/self/exe", 0, count_symbol, NULL), 0);
+	ck_assert_int_eq(hp_module_symbols("/proc/self/exe", 0, count_symbol, NULL), 0);
 	ck_assert_uint_gt(nsyms, 10);
 	ck_assert(saw_main);
 }
@@ -258,16 +258,16 @@ START_TEST(test_odd_files_skipped)
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		write_file(path, self, cuts[i]);
 		/* cut before its section headers: not read, and no crash */
-		ck_assert_int_eq(hp_filter_read_symbols(path, 0, count_symbol, NULL), -1);
+		ck_assert_int_eq(hp_module_symbols(path, 0, count_symbol, NULL), -1);
 	}
 	/* section headers said to lie past the end */
 	Elf64_Ehdr eh;
 	memcpy(&eh, self, sizeof(eh));
 	eh.e_shoff = ~0ull - 8;
 	write_file(path, &eh, sizeof(eh));
-	ck_assert_int_eq(hp_filter_read_symbols(path, 0, count_symbol, NULL), -1);
-	ck_assert_int_eq(hp_filter_read_symbols("/nonexistent/file", 0, count_symbol, NULL), -1);
-	ck_assert_int_eq(hp_filter_read_symbols(dir, 0, count_symbol, NULL), -1);
+	ck_assert_int_eq(hp_module_symbols(path, 0, count_symbol, NULL), -1);
+	ck_assert_int_eq(hp_module_symbols("/nonexistent/file", 0, count_symbol, NULL), -1);
+	ck_assert_int_eq(hp_module_symbols(dir, 0, count_symbol, NULL), -1);
 	ck_assert_uint_eq(nsyms, 0);
 }
 END_TEST
@@ -295,13 +295,13 @@ START_TEST(test_bad_symbol_table_links)
 	tk_make_test_dir(dir, sizeof(dir), top);
 	snprintf(path, sizeof(path), "%s/links", dir);
 	write_file(path, &f, sizeof(f));
-	ck_assert_int_eq(hp_filter_read_symbols(path, 0, count_symbol, NULL), -1);
+	ck_assert_int_eq(hp_module_symbols(path, 0, count_symbol, NULL), -1);
 	/* a symbol table running past the end of the file */
 	f.sh[1].sh_link = 0;
 	f.sh[0].sh_type = SHT_STRTAB;
 	f.sh[1].sh_size = 1 << 20;
 	write_file(path, &f, sizeof(f));
-	ck_assert_int_eq(hp_filter_read_symbols(path, 0, count_symbol, NULL), -1);
+	ck_assert_int_eq(hp_module_symbols(path, 0, count_symbol, NULL), -1);
 	ck_assert_uint_eq(nsyms, 0);
 }
 END_TEST

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "hp_format.h"
+#include "hp_linux.h"
 #include "hp_output.h"
 #include "testkit.h"
 
@@ -475,7 +476,7 @@ START_TEST(test_small_fixed_fd_limit_keeps_none)
 	limit_descriptors(16, 16);
 	int before = open_below(16);
 	int rc = hp_output_create(spec, "prog", 1, err, sizeof(err));
-	int after_create = open_below(16), kept = hp_output_kept_fd();
+	int after_create = open_below(16), kept = hp_file_kept_fd();
 	int begun = three_records();
 	int flushed = hp_output_flush();
 	int after_flush = open_below(16);
@@ -504,14 +505,14 @@ START_TEST(test_soft_fd_limit_kept_above)
 	limit_descriptors(16, 64);
 	int before = open_below(16);
 	int rc = hp_output_create(spec, "prog", 1, err, sizeof(err));
-	int after_create = open_below(16), fd = hp_output_kept_fd();
+	int after_create = open_below(16), fd = hp_file_kept_fd();
 	getrlimit(RLIMIT_NOFILE, &now);
 	/* closed behind our back: the next batch opens it again */
 	close(fd);
-	int gone = hp_output_kept_fd();
+	int gone = hp_file_kept_fd();
 	int begun = three_records();
 	int flushed = hp_output_flush();
-	int again = hp_output_kept_fd(), after_flush = open_below(16);
+	int again = hp_file_kept_fd(), after_flush = open_below(16);
 	unlimit_descriptors();
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(after_create, before);

@@ -18,7 +18,7 @@
 #include <sys/resource.h>
 
 #include "hp_format.h"
-#include "hp_unwind.h"
+#include "hp_platform.h"
 #include "testkit.h"
 
 #include "../symbolize/hp_analyze.h"
@@ -61,38 +61,38 @@ static int in_libc(uint64_t pc)
 
 /* ------------------------------------------------------ root stacks */
 
-__attribute__((noinline)) static void first_function(struct hp_unwind_stack *s)
+__attribute__((noinline)) static void first_function(struct hp_frames *s)
 {
-	hp_unwind_root(s, (uint64_t)(uintptr_t)first_function);
+	hp_stack_root(s, (uint64_t)(uintptr_t)first_function);
 	__asm__ volatile("" ::: "memory"); /* not a tail call */
 }
 
 __attribute__((noinline)) static void *thread_function(void *arg)
 {
-	hp_unwind_root(arg, (uint64_t)(uintptr_t)thread_function);
+	hp_stack_root(arg, (uint64_t)(uintptr_t)thread_function);
 	__asm__ volatile("" ::: "memory");
 	return NULL;
 }
 
-__attribute__((noinline)) static void deep(struct hp_unwind_stack *s, int n)
+__attribute__((noinline)) static void deep(struct hp_frames *s, int n)
 {
 	if (n)
 		deep(s, n - 1);
 	else
-		hp_unwind_root(s, (uint64_t)(uintptr_t)deep);
+		hp_stack_root(s, (uint64_t)(uintptr_t)deep);
 	__asm__ volatile("" ::: "memory");
 }
 
 START_TEST(test_root_from_first_function)
 {
-	struct hp_unwind_stack s;
+	struct hp_frames s;
 	first_function(&s);
 	ck_assert_uint_eq(s.flags, 0);
 	ck_assert_uint_ge(s.n, 3);
 	ck_assert_msg(NEAR(s.pc[0], first_function), "frame 0 at %#llx, not in first_function",
 		      (unsigned long long)s.pc[0]);
 	/* the same again: the second time our own frames are skipped by count */
-	struct hp_unwind_stack again;
+	struct hp_frames again;
 	first_function(&again);
 	ck_assert_uint_eq(again.n, s.n);
 	ck_assert_uint_eq(again.pc[0], s.pc[0]);
@@ -101,7 +101,7 @@ END_TEST
 
 START_TEST(test_root_of_a_thread_ends_in_libc)
 {
-	struct hp_unwind_stack s;
+	struct hp_frames s;
 	pthread_t th;
 	first_function(&s); /* calibrates like the first thread of a run */
 	ck_assert_int_eq(pthread_create(&th, NULL, thread_function, &s), 0);
@@ -227,7 +227,7 @@ END_TEST
 
 START_TEST(test_root_truncated)
 {
-	struct hp_unwind_stack s;
+	struct hp_frames s;
 	deep(&s, HP_ROOT_FRAMES + 8);
 	ck_assert_uint_eq(s.flags, HP_STACK_TRUNCATED);
 	ck_assert_uint_eq(s.n, HP_ROOT_FRAMES);
@@ -237,11 +237,11 @@ END_TEST
 
 START_TEST(test_root_function_not_found)
 {
-	struct hp_unwind_stack s;
-	hp_unwind_root(&s, 0x1234);
+	struct hp_frames s;
+	hp_stack_root(&s, 0x1234);
 	ck_assert_uint_eq(s.flags, HP_STACK_NO_ROOT);
 	ck_assert_uint_ge(s.n, 2);
-	ck_assert(NEAR(s.pc[0], hp_unwind_root));
+	ck_assert(NEAR(s.pc[0], hp_stack_root));
 }
 END_TEST
 
