@@ -501,7 +501,7 @@ void hp_regex_free(void *regex) { (void)regex; }
 
 /* ---- the trace file --------------------------------------------------------------- */
 
-static HANDLE out = INVALID_HANDLE_VALUE;
+static HANDLE trace_file = INVALID_HANDLE_VALUE;
 
 enum hp_path_kind hp_path_kind(const char *path)
 {
@@ -551,7 +551,7 @@ int hp_file_create(const char *path)
 		errno = errno_of(err);
 		return -1;
 	}
-	out = h;
+	trace_file = h;
 	return 0;
 }
 
@@ -567,16 +567,16 @@ int hp_file_open_special(const char *path, int fifo, char *err, size_t errlen)
 int hp_file_batch_begin(uint64_t *len)
 {
 	FILE_STANDARD_INFO info;
-	if (out == INVALID_HANDLE_VALUE) {
+	if (trace_file == INVALID_HANDLE_VALUE) {
 		errno = EBADF;
 		return -1;
 	}
-	if (GetFileInformationByHandleEx(out, FileStandardInfo, &info, sizeof(info)) && info.DeletePending) {
+	if (GetFileInformationByHandleEx(trace_file, FileStandardInfo, &info, sizeof(info)) && info.DeletePending) {
 		errno = ENOENT;
 		return -1;
 	}
 	LARGE_INTEGER size;
-	if (!GetFileSizeEx(out, &size)) {
+	if (!GetFileSizeEx(trace_file, &size)) {
 		errno = errno_of(GetLastError());
 		return -1;
 	}
@@ -595,13 +595,13 @@ size_t hp_file_write(const uint8_t *p, size_t n)
 {
 	LARGE_INTEGER zero = { 0 };
 	size_t done = 0;
-	if (!SetFilePointerEx(out, zero, NULL, FILE_END)) {
+	if (!SetFilePointerEx(trace_file, zero, NULL, FILE_END)) {
 		errno = errno_of(GetLastError());
 		return 0;
 	}
 	while (done < n) {
 		DWORD part = n - done > (1u << 30) ? 1u << 30 : (DWORD)(n - done), wrote = 0;
-		if (!WriteFile(out, p + done, part, &wrote, NULL) || !wrote) {
+		if (!WriteFile(trace_file, p + done, part, &wrote, NULL) || !wrote) {
 			errno = errno_of(GetLastError());
 			break;
 		}
@@ -613,8 +613,8 @@ size_t hp_file_write(const uint8_t *p, size_t n)
 void hp_file_truncate(uint64_t len)
 {
 	LARGE_INTEGER at = { .QuadPart = (LONGLONG)len };
-	if (SetFilePointerEx(out, at, NULL, FILE_BEGIN))
-		SetEndOfFile(out);
+	if (SetFilePointerEx(trace_file, at, NULL, FILE_BEGIN))
+		SetEndOfFile(trace_file);
 }
 
 void hp_file_batch_end(void) {}
@@ -622,9 +622,9 @@ void hp_file_batch_end(void) {}
 void hp_file_discard(const char *path)
 {
 	wchar_t w[HP_WIN_PATH_MAX];
-	if (out != INVALID_HANDLE_VALUE)
-		CloseHandle(out);
-	out = INVALID_HANDLE_VALUE;
+	if (trace_file != INVALID_HANDLE_VALUE)
+		CloseHandle(trace_file);
+	trace_file = INVALID_HANDLE_VALUE;
 	if (to_utf16(path, w, HP_WIN_PATH_MAX) == 0)
 		DeleteFileW(w);
 }
