@@ -1,18 +1,18 @@
 /*
  * hpw_trace.c - a small writer of hookprof's trace format (docs/format.md)
- * for the Windows test programs, until hookprof's runtime (lib/) runs on
- * Windows (issue 9). Built with mingw-w64 into hpw.dll, together with the
- * real MSVC hooks (hooks/hp_penter_win64.S); the programs link it.
+ * for one Windows test: penter_clobber.exe, the MSVC hooks
+ * (hooks/hp_penter_win64.S) in front of a C callee that clobbers every
+ * register C may change (clobber_volatile), which the real runtime's C
+ * does not do on purpose. Built with mingw-w64 into hpw.dll, together with
+ * the real hooks; the other Windows tests run hookprof.dll itself.
  *
  * It is NOT the runtime: it keeps every event of every thread in memory
  * (malloc, a lock-free slot per thread), writes the trace once, when the
- * DLL is unloaded at process exit, and takes module snapshots only at
- * start, at the end and when the program calls hpw_modules_changed(). Only
- * the file is the same: PROCESS (rdtsc ticks), CLOCK (rdtsc against
- * QueryPerformanceCounter in ns), MODULES of PE modules (below), THREAD,
- * EVENTS, END. It is written here from docs/format.md and lib/hp_format.h
- * alone, so that `hookprof report` on Linux reads what a Windows process
- * wrote, and a mismatch with the contract shows.
+ * DLL is unloaded at process exit, and takes module snapshots at start and
+ * at the end. Only the file is the same: PROCESS (rdtsc ticks), CLOCK
+ * (rdtsc against QueryPerformanceCounter in ns), MODULES of PE modules
+ * (below), THREAD, EVENTS, END, written here from docs/format.md and
+ * lib/hp_format.h alone.
  *
  * A PE module in MODULES: bias = load address minus the ImageBase its file
  * states (so that bias + ImageBase + RVA is the run-time address, and
@@ -378,11 +378,6 @@ static void take_snapshot(void)
 		end_record(&snapshots, at);
 	}
 	LeaveCriticalSection(&snapshot_lock);
-}
-
-EXPORT void hpw_modules_changed(void)
-{
-	take_snapshot();
 }
 
 /* ---- events ------------------------------------------------------------ */
