@@ -10,11 +10,16 @@
 
 #include "hp_filter.h"
 #include "hp_format.h"
-#include "hp_runtime.h"
-#include "hp_writer.h"
 
 __thread struct hp_tls hp_tls HP_TLS_MODEL;
 struct hp_thread *hp_threads;
+/*
+ * Lock order (docs/design.md, "Locks"): init_lock > writer_lock >
+ * build_lock > hp_threads_lock, ctl_lock; a lock may be taken while holding
+ * one to its left, never the other way round. Held only with asynchronous
+ * signals held off (hp_signals_hold); a fatal signal's flush takes this one
+ * with a bounded wait. A leaf: nothing is taken inside it.
+ */
 hp_mutex_t hp_threads_lock = HP_MUTEX_INITIALIZER;
 
 #define SIGNAL_STACK_BYTES (64u << 10)
@@ -203,7 +208,6 @@ static struct hp_thread *thread_create(uint64_t first_func)
 void hp_buffer_free_thread(struct hp_thread *t)
 {
 	give_back_budget(t->budgeted);
-	hp_enc_stream_free(&t->enc);
 	hp_pages_free(t->base, t->map_bytes);
 }
 
@@ -217,7 +221,7 @@ static void publish(struct hp_thread *t)
 	 * the ring waits, not per chunk (with a ring of 2 or 4, every chunk).
 	 * It also wakes by itself every 50 ms. */
 	if (t->head - __atomic_load_n(&t->tail, __ATOMIC_RELAXED) >= (t->nchunks >= 8 ? t->nchunks / 4 : 1))
-		hp_writer_notify();
+		hp_buffer_client.notify();
 }
 
 /* Ring mode, or nobody left to consume: the owner drops the oldest chunk. */
@@ -251,8 +255,8 @@ static void make_room(struct hp_thread *t)
 			return;
 		if (buffer_mode == HP_MODE_RING || hp_buffer_finished())
 			drop_oldest(t, tail);
-		else if (!hp_writer_threaded())
-			hp_writer_drain(t);
+		else if (!hp_buffer_client.threaded())
+			hp_buffer_client.drain(t);
 		else if (must_stop())
 			stop_in_chunk_work(); /* not worth a free chunk any more */
 		else
@@ -265,7 +269,7 @@ static void count_lost(int reason)
 	if (reason == HP_LOST_REENTRY && hp_tls.thread)
 		hp_tls.thread->lost_reentry++;
 	else
-		hp_runtime_count_lost(reason);
+		hp_buffer_client.count_lost(reason);
 }
 
 /* Publishes the partial chunk, if it holds anything, and takes a free one
@@ -349,7 +353,7 @@ static void switch_chunk(struct hp_thread *t, int arm)
  * (busy): it waits the few microseconds until we are done instead, and
  * records them all. Signals our own code would raise (a fault) are left
  * alone (hp_signals_hold). Two system calls every 4096 events on the full
- * path (and a getpid, in hp_runtime_in_child).
+ * path (and a getpid, in the client's in_child).
  */
 
 /* Events a forked child's thread starts with: fewer than a chunk, into an
@@ -391,7 +395,7 @@ void hp_buffer_start_self(void)
 		return;
 	hp_tls.busy = 1;
 	if (!start_thread(0))
-		hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+		hp_buffer_client.count_lost(HP_LOST_NO_BUFFER);
 	hp_tls.busy = 0;
 }
 
@@ -408,7 +412,7 @@ static void give_back(struct hp_raw *taken)
 static void no_buffer(struct hp_raw *taken)
 {
 	give_back(taken); /* no slot: pos stays put */
-	hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+	hp_buffer_client.count_lost(HP_LOST_NO_BUFFER);
 	no_buffer_until = hp_clock_ns() + NO_BUFFER_RETRY_NS;
 	if (!__atomic_exchange_n(&no_buffer_warned, 1, __ATOMIC_RELAXED))
 		hp_warn("cannot map a %zu MiB event buffer for thread %u; its events are counted lost",
@@ -421,7 +425,7 @@ static int no_buffer_yet(struct hp_raw *taken)
 	if (hp_clock_ns() >= no_buffer_until)
 		return 0;
 	give_back(taken);
-	hp_runtime_count_lost(HP_LOST_NO_BUFFER);
+	hp_buffer_client.count_lost(HP_LOST_NO_BUFFER);
 	return 1;
 }
 
@@ -641,7 +645,7 @@ static void note_own_time(struct hp_thread *t)
  */
 static int can_switch_fast(struct hp_thread *t)
 {
-	if (hp_tls.pos < chunk_end(t) || hp_buffer_finished() || !hp_runtime_marked_ours())
+	if (hp_tls.pos < chunk_end(t) || hp_buffer_finished() || !hp_buffer_client.marked_ours())
 		return 0;
 	if (++t->fast_switches % 64 == 0)
 		return 0;
@@ -649,7 +653,7 @@ static int can_switch_fast(struct hp_thread *t)
 		return 1;
 	/* Acquire: as in make_room, which finds the same free chunk. */
 	uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
-	return hp_writer_threaded() && t->head + 1 - tail < t->nchunks;
+	return hp_buffer_client.threaded() && t->head + 1 - tail < t->nchunks;
 }
 
 /*
@@ -713,7 +717,7 @@ static __attribute__((noinline, cold)) void start_runtime_first(void)
 	int saved_errno = errno;
 	hp_sigmask_t saved_mask;
 	hp_signals_hold(&saved_mask);
-	hp_runtime_ready();
+	hp_buffer_client.ready();
 	hp_signals_release(&saved_mask);
 	errno = saved_errno;
 }
@@ -733,7 +737,7 @@ static void drop_slot(struct hp_raw *taken)
  * pointer when the hook tail-calls here (it does at -O1 and above). */
 void hp_buffer_record_slow(uint64_t addr, struct hp_raw *taken, uint64_t call_site)
 {
-	if (unlikely(!hp_tls.thread) && !hp_tls.retired && !hp_tls.busy && hp_runtime_new())
+	if (unlikely(!hp_tls.thread) && !hp_tls.retired && !hp_tls.busy && hp_buffer_client.not_started())
 		start_runtime_first();
 	if (hp_filter_on && !(addr & HP_RAW_CONTROL) && !hp_tls.busy && !hp_tls.retired &&
 	    hp_filter_event(addr, (uintptr_t)__builtin_dwarf_cfa(), call_site)) {
@@ -748,7 +752,7 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 {
 	/* Without a buffer, start-up may be choosing the clock on another
 	 * thread right now: reading it would race (the tick is read below,
-	 * once hp_runtime_ready has ordered us after start-up). */
+	 * once the client's ready() has ordered us after start-up). */
 	uint64_t tick = at ? at : hp_tls.thread ? hp_tick() : 0;
 	if (unlikely(hp_tls.thread && holding(hp_tls.thread))) {
 		give_back(taken);
@@ -786,7 +790,7 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 	hp_signals_hold(&saved_mask);
 	if (!enter_chunk_work(1))
 		park_until_death(taken);
-	int child = t ? hp_runtime_in_child() : HP_NOT_A_CHILD;
+	int child = t ? hp_buffer_client.in_child() : HP_NOT_A_CHILD;
 	if (child == HP_CHILD_AFRESH)
 		t = NULL; /* hp_tls is new: the child is traced from here on */
 	if (child == HP_CHILD_UNTRACED) {
@@ -801,11 +805,11 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 		}
 	} else if (hp_tls.retired) {
 		/* A child that is not traced. */
-	} else if (hp_runtime_ready() && hp_buffer_stopped()) {
+	} else if (hp_buffer_client.ready() && hp_buffer_stopped()) {
 		/* HOOKPROF_START=off, just read by the start-up this event ran:
 		 * nothing is recorded, and no buffer made, until the start. */
 		give_back(taken);
-	} else if (hp_runtime_ready()) {
+	} else if (hp_buffer_client.ready()) {
 		/* A control word has no frame to find the callers of. */
 		t = start_thread(addr & HP_RAW_CONTROL ? 0 : addr);
 		tick = at ? at : hp_tick();
@@ -835,6 +839,7 @@ static struct {
 	uint32_t stopped;
 	uint64_t stop_tick, start_tick;
 } ctl;
+/* A leaf (docs/design.md, "Locks"): stop and start; never in signal context. */
 static hp_mutex_t ctl_lock = HP_MUTEX_INITIALIZER;
 
 struct ctl_state {
@@ -1125,8 +1130,8 @@ void hp_buffer_retire_self(int in_signal)
 	hp_tls = (struct hp_tls){ .retired = HP_RETIRED };
 }
 
-size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
-		      const struct hp_raw **ev, uint32_t *seq)
+size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct hp_raw **ev,
+		      uint32_t *seq, struct hp_chunk_own *own)
 {
 	for (;;) {
 		uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
@@ -1137,7 +1142,8 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
 		size_t n = t->chunk_len[slot_of(t, tail)];
 		const struct hp_raw *src = chunk_base(t, tail);
 		*seq = tail;
-		t->taken_own = t->own[slot_of(t, tail)];
+		if (own)
+			*own = t->own[slot_of(t, tail)];
 		if (buffer_mode == HP_MODE_STREAM) {
 			*ev = src;
 			return n;
@@ -1202,9 +1208,6 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 			memcpy(scratch, start, n * sizeof(*start));
 			*seq = head;
 		}
-		/* The owner may be writing it right now; a partial chunk's own
-		 * time is not worth a lock. */
-		t->taken_own.tick = 0;
 		/* Published meanwhile: the consumer takes it whole instead. The
 		 * fence keeps the copy's reads before this second look at head. */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -1298,16 +1301,13 @@ static int may_unmap_own(struct hp_thread *t)
 	return 1;
 }
 
-void hp_buffer_reset_in_child(int whole)
+void hp_buffer_reset_in_child(void)
 {
 	struct hp_thread *next;
 	for (struct hp_thread *t = hp_threads; t; t = next) {
 		next = t->next;
 		if (t == hp_tls.thread && !may_unmap_own(t))
 			continue;
-		/* The encoder's stack may have been growing at a raw fork. */
-		if (whole)
-			hp_enc_stream_free(&t->enc);
 		hp_pages_free(t->base, t->map_bytes);
 	}
 	hp_threads = NULL;

@@ -102,12 +102,41 @@ struct hp_thread {
 	uint32_t held_in, held_out; /* held[held_out..held_in) wait, modulo HP_HELD_EVENTS */
 	struct hp_raw held[HP_HELD_EVENTS];
 	uint32_t fast_switches;  /* since the last switch that asked getpid */
-	/* Consumer's state, under the writer's lock. */
-	struct hp_enc_stream enc;
-	uint32_t next_seq;       /* chunk expected next; another means a gap */
-	struct hp_chunk_own taken_own; /* of the chunk hp_buffer_take or _snapshot_partial gave */
-	uint32_t announced;      /* THREAD record written */
+	/* The consumer's state of this stream, its own and opaque here
+	 * (hp_writer.c); NULL until it needs one, freed by it. */
+	struct hp_writer_stream *consumer;
 };
+
+/*
+ * What the buffer needs from its consumer and from the runtime: the few
+ * slow-path callbacks below, in one table that the runtime defines
+ * (hp_runtime.c), so that the buffer knows neither the writer nor the
+ * runtime. A table fixed at link time rather than handed over at
+ * start-up: the first event, which starts the runtime, may come before
+ * any code of ours has run (an instrumented constructor of another
+ * object), and it needs start() already.
+ */
+enum { HP_NOT_A_CHILD = 0, HP_CHILD_AFRESH = 1, HP_CHILD_UNTRACED = 2 };
+struct hp_buffer_client {
+	/* A quarter of a ring waits: wake the consumer thread if it sleeps. */
+	void (*notify)(void);
+	/* A consumer thread runs (else the owner drains its own chunks). */
+	int (*threaded)(void);
+	/* No consumer thread: encode t's published chunks on this thread. */
+	void (*drain)(struct hp_thread *t);
+	/* An event lost outside any thread's stream (HP_LOST_*). */
+	void (*count_lost)(int reason);
+	/* The runtime has not started: the next event starts it. */
+	int (*not_started)(void);
+	/* Starts it if need be; 1 while the process is traced. */
+	int (*ready)(void);
+	/* Is this a forked child the fork handlers did not reach
+	 * (HP_NOT_A_CHILD, HP_CHILD_AFRESH, HP_CHILD_UNTRACED)? A system call. */
+	int (*in_child)(void);
+	/* No system call: 1 if this is surely not a child with memory of its own. */
+	int (*marked_ours)(void);
+};
+extern const struct hp_buffer_client hp_buffer_client HP_HIDDEN;
 
 /* call_site: the hooks' second argument, the return address of the
  * function entered or left (the filters find its frame by it); 0 for a
@@ -230,11 +259,13 @@ void hp_buffer_publish_self(void) HP_HIDDEN;
  * (n events at *ev, with its sequence number) or 0; the consumer calls
  * hp_buffer_release after encoding it. In ring mode the events are copied
  * into scratch (HP_CHUNK_EVENTS slots) since the owner may overwrite them.
+ * own (if not NULL): the slow path's own time noted in the chunk.
  */
-size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch,
-		      const struct hp_raw **ev, uint32_t *seq) HP_HIDDEN;
+size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct hp_raw **ev,
+		      uint32_t *seq, struct hp_chunk_own *own) HP_HIDDEN;
 void hp_buffer_release(struct hp_thread *t, uint32_t seq) HP_HIDDEN;
-/* Copies the events of a live thread's unpublished chunk (final flush only). */
+/* Copies the events of a live thread's unpublished chunk (final flush
+ * only); its own time is not worth a lock, and not given. */
 size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch,
 				  uint32_t *seq, int in_signal) HP_HIDDEN;
 void hp_buffer_free_thread(struct hp_thread *t) HP_HIDDEN;
@@ -254,9 +285,9 @@ void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick) HP_HID
  * slots before them were wiped); their number. */
 size_t hp_buffer_keep_since_fork(void) HP_HIDDEN;
 /* In a child: forgets every thread (only the calling one exists, and it
- * starts again at its next event, with the inherited events); `whole`: the
- * encoder's memory is consistent (fork() ran our handlers) and freed too. */
-void hp_buffer_reset_in_child(int whole) HP_HIDDEN;
+ * starts again at its next event, with the inherited events). The consumer
+ * forgets its state of them first (hp_writer_reset_in_child). */
+void hp_buffer_reset_in_child(void) HP_HIDDEN;
 /* The calling thread's buffer, if it has inherited events to hold. */
 void hp_buffer_start_self(void) HP_HIDDEN;
 

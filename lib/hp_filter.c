@@ -54,6 +54,8 @@ struct table {
 
 static struct table *current;
 static struct table *built; /* every table, newest first; under build_lock */
+/* Inside it: the loader's lock and the program's malloc; taken inside
+ * init_lock, never in signal context (docs/design.md, "Locks"). */
 static hp_mutex_t build_lock = HP_MUTEX_INITIALIZER;
 
 /* The levels of the calling thread; a stack pointer of 0 marks none. */

@@ -1,7 +1,8 @@
 /*
- * hp_modules.h - the module map: every loaded ELF object with its load
- * address, PT_LOAD segments and GNU build-id, so that addresses can be
- * symbolized after the process is gone.
+ * hp_modules.h - the module map: every loaded module (hp_modules_each: ELF
+ * objects with their PT_LOAD segments and GNU build-id, PE images with
+ * their sections and CodeView identity) with its load address, so that
+ * addresses can be symbolized after the process is gone.
  */
 #ifndef HP_MODULES_H
 #define HP_MODULES_H

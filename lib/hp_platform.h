@@ -9,10 +9,12 @@
  *
  * Portable (no OS header but what this file includes): hp_buffer,
  * hp_writer, hp_records, hp_encode, hp_runtime, hp_output, hp_strings,
- * hp_calibrate, hp_config, hp_filter, hp_control, hp_modules, hp_warn.
- * Linux-only, never built for Windows: hp_platform_linux.c, hp_unwind.c
- * (libunwind), hp_interpose*.c (close/dlclose/fork/exec/daemon
- * interposition through dlsym(RTLD_NEXT)).
+ * hp_calibrate, hp_config, hp_filter, hp_control, hp_modules, and
+ * hp_platform.c (this interface's portable part: bounded waits, hp_warn).
+ * Linux-only, never built for Windows (the Makefile's LIB_LINUX_ONLY):
+ * hp_platform_linux.c, hp_unwind.c (libunwind), hp_interpose*.c
+ * (close/dlclose/fork/exec/daemon interposition through dlsym(RTLD_NEXT)),
+ * hp_linux.h.
  *
  * Linux-only behaviours behind this interface as hooks that "may do
  * nothing" on an OS without them (each says what a no-op means): fork
@@ -391,7 +393,7 @@ size_t hp_command_line(char *buf, size_t len) HP_HIDDEN;
 /* ---- warnings ------------------------------------------------------------- */
 
 /* One line on stderr, "hookprof: " and the message, written whole however
- * long, with one write so the program's stdio is untouched (hp_warn.c,
+ * long, with one write so the program's stdio is untouched (hp_platform.c,
  * portable; errno kept). Silent once stderr is no longer the file it was
  * at hp_warn_init (the program closed it and reused the number). */
 void hp_warn(const char *fmt, ...) HP_HIDDEN __attribute__((format(HP_PRINTF_FORMAT, 1, 2)));

@@ -31,7 +31,9 @@ enum { STATE_NEW, STATE_TRACING, STATE_OFF, STATE_FINISHING, STATE_FINISHED };
 static int state = STATE_NEW;
 static uint32_t traced_pid;
 static uint32_t finishing_tid; /* the thread writing the end */
-static hp_mutex_t init_lock = HP_MUTEX_INITIALIZER; /* start-up runs once */
+/* Start-up runs once, under it; the first of the locks (docs/design.md,
+ * "Locks"): build_lock, ctl_lock and the loader's lock are taken inside. */
+static hp_mutex_t init_lock = HP_MUTEX_INITIALIZER;
 static uint64_t lost[HP_LOST_LATE + 1];
 static struct hp_config config;
 
@@ -75,13 +77,6 @@ uint64_t hp_runtime_lost(uint32_t reason)
 	return reason <= HP_LOST_LATE ? __atomic_load_n(&lost[reason], __ATOMIC_RELAXED) : 0;
 }
 
-static uint8_t *put_string(uint8_t *p, const char *s, size_t len)
-{
-	hp_le32(p, (uint32_t)len);
-	memcpy(p + 4, s, len);
-	return p + 4 + len;
-}
-
 /* The smallest step the clock was seen to take between two readings: a
  * duration shorter than that reads as 0 (a TSC that a hypervisor moves in
  * steps, a coarse clock). A few dozen readings, bounded in time too. */
@@ -98,37 +93,23 @@ static uint32_t clock_step(void)
 	return best > UINT32_MAX ? 0 : (uint32_t)best;
 }
 
-/* PROCESS: pid, clock, start time, mode, then the executable and argv, then
- * (since 1.1's extension) the buffer per thread and the clock's step. */
 static void process_record(void)
 {
 	static char cmdline[CMDLINE_MAX];
-	char exe[4096];
-	size_t cmd_len = hp_command_line(cmdline, sizeof(cmdline));
-	size_t exe_len = hp_exe_path(exe, sizeof(exe));
-	uint32_t argc = 0;
-	for (size_t i = 0; i < cmd_len; i++)
-		argc += cmdline[i] == 0;
-	uint32_t step = clock_step();
-	uint8_t *p = hp_output_begin(HP_REC_PROCESS, 24 + 4 + exe_len + cmd_len + 4 * (size_t)argc +
-							     HP_PROCESS_TAIL_SIZE);
-	if (!p)
-		return;
-	hp_le32(p, hp_getpid());
-	hp_le32(p + 4, hp_tick_is_tsc ? HP_CLOCK_TSC : HP_CLOCK_MONOTONIC);
-	hp_le64(p + 8, hp_realtime_ns());
-	hp_le32(p + 16, config.mode == HP_MODE_RING ? 1 : 0);
-	hp_le32(p + 20, argc);
-	p = put_string(p + 24, exe, exe_len);
-	for (size_t i = 0; i < cmd_len;) {
-		size_t len = strnlen(cmdline + i, cmd_len - i);
-		p = put_string(p, cmdline + i, len);
-		i += len + 1;
-	}
-	hp_le64(p, hp_buffer_bytes());
-	hp_le32(p + 8, step);
-	hp_le32(p + 12, 0);
-	hp_output_end(p + HP_PROCESS_TAIL_SIZE);
+	static char exe[4096];
+	struct hp_process_info pi = {
+		.pid = hp_getpid(),
+		.clock = hp_tick_is_tsc ? HP_CLOCK_TSC : HP_CLOCK_MONOTONIC,
+		.start_ns = hp_realtime_ns(),
+		.ring = config.mode == HP_MODE_RING,
+		.exe = exe,
+		.exe_len = hp_exe_path(exe, sizeof(exe)),
+		.cmdline = cmdline,
+		.cmdline_len = hp_command_line(cmdline, sizeof(cmdline)),
+		.buffer_bytes = hp_buffer_bytes(),
+		.clock_step = clock_step(),
+	};
+	hp_records_process(&pi);
 }
 
 /* Another thread is writing the end (two threads in exit(), or a crash
@@ -257,7 +238,7 @@ static void trace_child_afresh(uint32_t flags, uint64_t fork_tick)
 	snprintf(parent.trace, sizeof(parent.trace), "%s", hp_output_path());
 	int whole = flags & HP_PARENT_FRAMES; /* our handlers ran: all is consistent */
 	hp_writer_reset_in_child(whole);
-	hp_buffer_reset_in_child(whole);
+	hp_buffer_reset_in_child();
 	hp_output_reset_in_child();
 	memset(lost, 0, sizeof(lost));
 	finishing_tid = 0;
@@ -401,15 +382,10 @@ static int tracing_here(int in_signal)
 /* PARENT: who forked this process, or its parent process. */
 static void parent_record(void)
 {
-	size_t len = strlen(parent.trace);
-	uint8_t *p = hp_output_begin(HP_REC_PARENT, 20 + len);
-	if (!p)
-		return;
-	hp_le32(p, parent.pid ? parent.pid : hp_getppid());
-	hp_le32(p + 4, parent.pid ? parent.flags : 0);
-	hp_le64(p + 8, parent.tick);
-	p = put_string(p + 16, parent.trace, len);
-	hp_output_end(p);
+	if (parent.pid)
+		hp_records_parent(parent.pid, parent.flags, parent.tick, parent.trace);
+	else
+		hp_records_parent(hp_getppid(), 0, parent.tick, parent.trace);
 }
 
 static void mark_own_memory(void)
@@ -584,3 +560,15 @@ void hp_runtime_objects_changing(void)
 	hp_writer_modules_changed();
 	hp_signals_release(&saved_mask);
 }
+
+/* The buffer's callbacks (hp_buffer.h): the consumer's, and ours. */
+const struct hp_buffer_client hp_buffer_client = {
+	.notify = hp_writer_notify,
+	.threaded = hp_writer_threaded,
+	.drain = hp_writer_drain,
+	.count_lost = hp_runtime_count_lost,
+	.not_started = hp_runtime_new,
+	.ready = hp_runtime_ready,
+	.in_child = hp_runtime_in_child,
+	.marked_ours = hp_runtime_marked_ours,
+};

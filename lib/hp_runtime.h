@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "hp_buffer.h"
 #include "hp_platform.h"
 
 /* Initialises on first use; 1 while the process is being traced. */
@@ -15,13 +16,12 @@ int hp_runtime_new(void) HP_HIDDEN;
 /* Counts an event lost outside any thread's stream (reason: HP_LOST_*). */
 void hp_runtime_count_lost(int reason) HP_HIDDEN;
 uint64_t hp_runtime_lost(uint32_t reason) HP_HIDDEN;
-/* In a child that fork()'s handlers did not reach: HP_CHILD_AFRESH when
+/* In a child that fork()'s handlers did not reach (hp_buffer.h's enum): HP_CHILD_AFRESH when
  * it is traced from now on into a trace of its own (a raw fork: hp_tls is
  * new), HP_CHILD_UNTRACED when its events are to be dropped (a child on its
  * parent's memory, vfork or clone(CLONE_VM), where nothing is touched; or
  * tracing is off in it). 0 in the traced process itself. A system call:
  * for the slow path only. */
-enum { HP_NOT_A_CHILD = 0, HP_CHILD_AFRESH = 1, HP_CHILD_UNTRACED = 2 };
 int hp_runtime_in_child(void) HP_HIDDEN;
 /* No system call: 1 if this is surely not a child with memory of its own
  * (its memory mark would be wiped); a child on our memory (vfork, CLONE_VM)

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "hp_format.h"
-#include "hp_output.h"
+#include "hp_records.h"
 
 #define SLOTS (2 * HP_STRINGS_MAX)
 
@@ -104,17 +104,6 @@ const char *hp_strings_get(uint32_t id, size_t *len)
 	return entries[id].text;
 }
 
-static void string_record(uint32_t id, const struct entry *e)
-{
-	uint8_t *p = hp_output_begin(HP_REC_STRING, 8 + e->len);
-	if (!p)
-		return;
-	hp_le32(p, id);
-	hp_le32(p + 4, e->len);
-	memcpy(p + 8, e->text, e->len);
-	hp_output_end(p + 8 + e->len);
-}
-
 void hp_strings_write_new(void)
 {
 	if (!entries)
@@ -128,7 +117,7 @@ void hp_strings_write_new(void)
 		struct entry *e = &entries[id];
 		if (e->written || !__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE))
 			continue;
-		string_record(id, e);
+		hp_records_string(id, e->text, e->len);
 		e->written = 1;
 	}
 	while (first_unwritten < n && entries[first_unwritten].written)

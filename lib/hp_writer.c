@@ -26,6 +26,9 @@
 #define FORK_LOCK_WAIT_MS 2000
 #define START_WAIT_MS 2000
 
+/* All encoding and output. Inside it: hp_threads_lock and the loader's
+ * lock; a fatal signal's flush and the fork handler take it with a bounded
+ * wait (docs/design.md, "Locks"). */
 static hp_mutex_t writer_lock = HP_MUTEX_INITIALIZER;
 static struct hp_dict dict;
 static struct hp_raw *scratch;
@@ -42,6 +45,61 @@ static uint32_t streams_written;
 static uint64_t min_calls, min_ticks; /* HOOKPROF_MIN's drops, of the streams ended */
 static const struct hp_config *filters; /* HOOKPROF_EXCLUDE and the others */
 static struct hp_thread *first_thread(void);
+
+/* Stream states, carved from blocks of pages, reused once their thread is
+ * freed; under writer_lock like everything they hold. */
+#define STREAMS_BLOCK_BYTES (64u << 10)
+static struct hp_writer_stream *free_streams;
+static struct streams_block {
+	struct streams_block *next;
+	size_t used;
+} *stream_blocks;
+
+static struct hp_writer_stream *new_stream(void)
+{
+	struct hp_writer_stream *st = free_streams;
+	if (st) {
+		free_streams = st->next_free;
+	} else {
+		struct streams_block *b = stream_blocks;
+		if (!b || b->used + sizeof(*st) > STREAMS_BLOCK_BYTES) {
+			b = hp_pages_alloc(STREAMS_BLOCK_BYTES);
+			if (!b)
+				return NULL;
+			b->next = stream_blocks;
+			b->used = (sizeof(*b) + 15) & ~(size_t)15;
+			stream_blocks = b;
+		}
+		st = (struct hp_writer_stream *)((char *)b + b->used);
+		b->used += (sizeof(*st) + 15) & ~(size_t)15;
+	}
+	*st = (struct hp_writer_stream){ 0 };
+	return st;
+}
+
+/* t's stream state, made when first needed; NULL: out of memory. */
+static struct hp_writer_stream *stream(struct hp_thread *t)
+{
+	if (!t->consumer)
+		t->consumer = new_stream();
+	return t->consumer;
+}
+
+static void free_stream(struct hp_thread *t)
+{
+	struct hp_writer_stream *st = t->consumer;
+	if (!st)
+		return;
+	hp_enc_stream_free(&st->enc);
+	st->next_free = free_streams;
+	free_streams = st;
+	t->consumer = NULL;
+}
+
+const struct hp_writer_stream *hp_writer_stream_of(const struct hp_thread *t)
+{
+	return t->consumer;
+}
 
 int hp_writer_threaded(void) { return __atomic_load_n(&threaded, __ATOMIC_ACQUIRE); }
 
@@ -63,26 +121,12 @@ static void calibrate_min(uint64_t tick, uint64_t ns)
 
 void hp_writer_clock_record(void)
 {
-	uint8_t *p = hp_output_begin(HP_REC_CLOCK, 16);
-	if (!p)
-		return;
 	/* The tick is read between two clock readings; their midpoint pairs with it. */
 	uint64_t before = hp_clock_ns();
 	uint64_t tick = hp_tick();
 	uint64_t after = hp_clock_ns();
-	hp_le64(p, tick);
-	hp_le64(p + 8, before + (after - before) / 2);
-	hp_output_end(p + 16);
+	hp_records_clock(tick, before + (after - before) / 2);
 	calibrate_min(tick, before + (after - before) / 2);
-}
-
-static uint8_t *put_setting(uint8_t *p, const char *s)
-{
-	size_t len = s ? strlen(s) : 0;
-	hp_le32(p, (uint32_t)len);
-	if (len)
-		memcpy(p + 4, s, len);
-	return p + 4 + len;
 }
 
 /* The MIN drops so far: of the streams ended, and of the live ones. */
@@ -91,8 +135,10 @@ static void min_drops(uint64_t *calls, uint64_t *ticks)
 	*calls = min_calls;
 	*ticks = min_ticks;
 	for (struct hp_thread *t = first_thread(); t; t = t->next) {
-		*calls += t->enc.min_calls;
-		*ticks += t->enc.min_ticks;
+		if (t->consumer) {
+			*calls += t->consumer->enc.min_calls;
+			*ticks += t->consumer->enc.min_ticks;
+		}
 	}
 }
 
@@ -103,24 +149,13 @@ static void filter_record(void)
 	static uint64_t last_calls = ~0ull;
 	if (!filters || !(filters->exclude || filters->include || filters->depth || filters->min_ns))
 		return;
-	uint64_t calls, ticks;
-	min_drops(&calls, &ticks);
-	if (calls == last_calls)
+	struct hp_filter_info f = { .min_ns = filters->min_ns, .depth = filters->depth,
+				    .exclude = filters->exclude, .include = filters->include };
+	min_drops(&f.calls, &f.ticks);
+	if (f.calls == last_calls)
 		return;
-	size_t strings = 8 + (filters->exclude ? strlen(filters->exclude) : 0) +
-			 (filters->include ? strlen(filters->include) : 0);
-	uint8_t *p = hp_output_begin(HP_REC_FILTER, HP_FILTER_FIXED_SIZE + strings);
-	if (!p)
-		return;
-	last_calls = calls;
-	hp_le64(p, filters->min_ns);
-	hp_le64(p + 8, calls);
-	hp_le64(p + 16, ticks);
-	hp_le32(p + 24, filters->depth);
-	hp_le32(p + 28, 0);
-	p = put_setting(p + HP_FILTER_FIXED_SIZE, filters->exclude);
-	p = put_setting(p, filters->include);
-	hp_output_end(p);
+	last_calls = f.calls;
+	hp_records_filter(&f);
 }
 
 void hp_writer_filters(const struct hp_config *cfg)
@@ -132,16 +167,8 @@ void hp_writer_filters(const struct hp_config *cfg)
 void hp_writer_calibration_record(uint32_t when)
 {
 	struct hp_calibration c;
-	if (hp_calibrate(&c))
-		return;
-	uint8_t *p = hp_output_begin(HP_REC_CALIBRATION, 24);
-	if (!p)
-		return;
-	hp_le32(p, when);
-	hp_le32(p + 4, c.pairs);
-	hp_le64(p + 8, c.inside);
-	hp_le64(p + 16, c.outside);
-	hp_output_end(p + 24);
+	if (hp_calibrate(&c) == 0)
+		hp_records_calibration(when, &c);
 }
 
 static void thread_record(const struct hp_thread *t, const char *name)
@@ -152,129 +179,116 @@ static void thread_record(const struct hp_thread *t, const char *name)
 	const char *given = named ? hp_strings_get(named - 1, &len) : NULL;
 	if (given)
 		name = given;
-	len = strnlen(name, 64);
-	uint8_t *p = hp_output_begin(HP_REC_THREAD, 12 + len);
-	if (!p)
-		return;
-	hp_le32(p, t->stream);
-	hp_le32(p + 4, t->tid);
-	hp_le32(p + 8, (uint32_t)len);
-	memcpy(p + 12, name, len);
-	hp_output_end(p + 12 + len);
-}
-
-static void lost_record(uint32_t stream, uint32_t reason, uint64_t count)
-{
-	if (!count)
-		return;
-	uint8_t *p = hp_output_begin(HP_REC_LOST, 16);
-	if (!p)
-		return;
-	hp_le32(p, stream);
-	hp_le32(p + 4, reason);
-	hp_le64(p + 8, count);
-	hp_output_end(p + 16);
+	hp_records_thread(t->stream, t->tid, name, strnlen(name, 64));
 }
 
 static void thread_lost_records(struct hp_thread *t)
 {
 	uint64_t ring = __atomic_load_n(&t->lost_ring, __ATOMIC_RELAXED);
 	uint64_t reentry = __atomic_load_n(&t->lost_reentry, __ATOMIC_RELAXED);
-	lost_record(t->stream, HP_LOST_RING, ring);
-	lost_record(t->stream, HP_LOST_REENTRY, reentry);
+	hp_records_lost(t->stream, HP_LOST_RING, ring);
+	hp_records_lost(t->stream, HP_LOST_REENTRY, reentry);
 	lost_in_threads += ring + reentry;
 }
 
 /* ev[0..n) of t's stream at *q (hp_encode), the events written counted
  * in *written; own: and then an enter MIN holds back, and hookprof's own
  * time at tick. -1: out of memory. */
-static int encode_part(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint64_t own,
+static int encode_part(struct hp_enc_stream *enc, const struct hp_raw *ev, size_t n, uint64_t own,
 		       uint8_t **q, uint64_t *written)
 {
-	ssize_t len = hp_encode(&dict, &t->enc, ev, n, *q);
+	ssize_t len = hp_encode(&dict, enc, ev, n, *q);
 	if (len < 0)
 		return -1;
 	*q += len;
-	*written += t->enc.written;
+	*written += enc->written;
 	if (!own)
 		return 0;
-	if ((len = hp_encode_flush(&dict, &t->enc, *q)) < 0)
+	if ((len = hp_encode_flush(&dict, enc, *q)) < 0)
 		return -1;
 	*q += len;
-	*written += t->enc.written;
-	*q += hp_encode_own(&t->enc, own, *q);
+	*written += enc->written;
+	*q += hp_encode_own(enc, own, *q);
 	return 0;
 }
 
-static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint32_t seq)
+static void out_of_memory(void)
+{
+	hp_warn("out of memory while encoding events; the trace ends here");
+	broken = 1;
+}
+
+/* own: the chunk's own time (hp_buffer_take), or none (tick 0). */
+static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint32_t seq,
+			 struct hp_chunk_own own_at)
 {
 	if (broken)
 		return;
-	if (!t->announced) {
+	struct hp_writer_stream *st = stream(t);
+	if (!st) {
+		out_of_memory();
+		return;
+	}
+	if (!st->announced) {
 		thread_record(t, t->name);
 		hp_records_stack(t->stream, &t->root);
-		t->announced = 1;
+		st->announced = 1;
 		streams_written++;
 	}
 	/* The strings its control events may name: interned before they
 	 * were recorded, so before the chunk was published. */
 	hp_strings_write_new();
-	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + 1 + hp_encode_bound(n + 2) + HP_ENCODE_OWN_BOUND);
-	if (!p)
+	uint8_t *q = hp_records_events_begin(1 + hp_encode_bound(n + 2) + HP_ENCODE_OWN_BOUND);
+	if (!q)
 		return;
-	uint8_t *q = p + 8;
 	uint64_t written = 0;
 	ssize_t len = 0;
-	if (seq != t->next_seq) {
+	if (seq != st->next_seq) {
 		/* An enter held back happened before the gap. */
-		len = hp_encode_flush(&dict, &t->enc, q);
-		written = t->enc.written;
+		len = hp_encode_flush(&dict, &st->enc, q);
+		written = st->enc.written;
 		q += len > 0 ? len : 0;
-		q += hp_encode_reset(&t->enc, q);
+		q += hp_encode_reset(&st->enc, q);
 	}
 	/* The slow path's own time goes after the events it put in. */
-	uint64_t own = t->taken_own.tick && t->taken_own.at <= n ? t->taken_own.tick : 0;
-	size_t at = own ? t->taken_own.at : n;
-	if (len < 0 || encode_part(t, ev, at, own, &q, &written) ||
-	    encode_part(t, ev + at, n - at, 0, &q, &written)) {
-		hp_warn("out of memory while encoding events; the trace ends here");
-		broken = 1;
+	uint64_t own = own_at.tick && own_at.at <= n ? own_at.tick : 0;
+	size_t at = own ? own_at.at : n;
+	if (len < 0 || encode_part(&st->enc, ev, at, own, &q, &written) ||
+	    encode_part(&st->enc, ev + at, n - at, 0, &q, &written)) {
+		out_of_memory();
 		return;
 	}
-	hp_le32(p, t->stream);
-	hp_le32(p + 4, (uint32_t)written);
-	hp_output_end(q);
-	t->next_seq = seq + 1;
+	hp_records_events_end(q, t->stream, (uint32_t)written);
+	st->next_seq = seq + 1;
 	events_written += written;
 }
 
 /* The stream's last event, if the encoder held it back (HOOKPROF_MIN). */
-static void encode_pending(struct hp_thread *t)
+static void encode_pending(struct hp_writer_stream *st, uint32_t stream_id)
 {
-	if (broken || !t->enc.has_pending)
+	if (broken || !st->enc.has_pending)
 		return;
-	uint8_t *p = hp_output_begin(HP_REC_EVENTS, 8 + HP_EVENT_MAX_BYTES);
-	if (!p)
+	uint8_t *q = hp_records_events_begin(HP_EVENT_MAX_BYTES);
+	if (!q)
 		return;
-	ssize_t len = hp_encode_flush(&dict, &t->enc, p + 8);
+	ssize_t len = hp_encode_flush(&dict, &st->enc, q);
 	if (len < 0) {
 		broken = 1;
 		return;
 	}
-	hp_le32(p, t->stream);
-	hp_le32(p + 4, (uint32_t)t->enc.written);
-	hp_output_end(p + 8 + len);
-	events_written += t->enc.written;
+	hp_records_events_end(q + len, stream_id, (uint32_t)st->enc.written);
+	events_written += st->enc.written;
 }
 
 static int drain_published(struct hp_thread *t)
 {
 	const struct hp_raw *ev;
+	struct hp_chunk_own own;
 	uint32_t seq;
 	size_t n;
 	int worked = 0;
-	while ((n = hp_buffer_take(t, scratch, &ev, &seq))) {
-		encode_chunk(t, ev, n, seq);
+	while ((n = hp_buffer_take(t, scratch, &ev, &seq, &own))) {
+		encode_chunk(t, ev, n, seq, own);
 		hp_buffer_release(t, seq);
 		worked = 1;
 	}
@@ -301,12 +315,15 @@ static int all_written(struct hp_thread *t)
 
 static void thread_end_records(struct hp_thread *t, const char *name)
 {
-	encode_pending(t);
-	min_calls += t->enc.min_calls;
-	min_ticks += t->enc.min_ticks;
-	t->enc.min_calls = t->enc.min_ticks = 0;
-	if (t->announced)
-		thread_record(t, name);
+	struct hp_writer_stream *st = t->consumer;
+	if (st) {
+		encode_pending(st, t->stream);
+		min_calls += st->enc.min_calls;
+		min_ticks += st->enc.min_ticks;
+		st->enc.min_calls = st->enc.min_ticks = 0;
+		if (st->announced)
+			thread_record(t, name);
+	}
 	thread_lost_records(t);
 }
 
@@ -317,6 +334,7 @@ static void retire_if_done(struct hp_thread *t)
 		return;
 	thread_end_records(t, t->name);
 	unlink_thread(t);
+	free_stream(t);
 	hp_buffer_free_thread(t);
 }
 
@@ -562,7 +580,7 @@ static void finish_live_thread(struct hp_thread *t, int in_signal)
 			break;
 	}
 	if (n)
-		encode_chunk(t, scratch, n, seq);
+		encode_chunk(t, scratch, n, seq, (struct hp_chunk_own){ 0 });
 	char name[64];
 	live_thread_name(t, name, sizeof(name));
 	thread_end_records(t, name);
@@ -574,7 +592,7 @@ static uint64_t global_lost_records(void)
 	uint64_t total = 0;
 	for (uint32_t reason = HP_LOST_RING; reason <= HP_LOST_LATE; reason++) {
 		uint64_t n = hp_runtime_lost(reason);
-		lost_record(HP_STREAM_NONE, reason, n);
+		hp_records_lost(HP_STREAM_NONE, reason, n);
 		total += n;
 	}
 	return total;
@@ -583,14 +601,7 @@ static uint64_t global_lost_records(void)
 static void end_record(void)
 {
 	uint64_t lost = lost_in_threads + global_lost_records();
-	uint8_t *p = hp_output_begin(HP_REC_END, 24);
-	if (!p)
-		return;
-	hp_le64(p, events_written);
-	hp_le64(p + 8, lost);
-	hp_le32(p + 16, streams_written);
-	hp_le32(p + 20, 0);
-	hp_output_end(p + 24);
+	hp_records_end(events_written, lost, streams_written);
 }
 
 int hp_writer_finish(int in_signal)
@@ -651,18 +662,41 @@ void hp_writer_unlock_after_fork(void)
 
 size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t max)
 {
-	size_t n = t->enc.depth < max ? t->enc.depth : max;
+	const struct hp_enc_stream *enc = t->consumer ? &t->consumer->enc : NULL;
+	if (!enc)
+		return 0; /* nothing of it encoded yet */
+	size_t n = enc->depth < max ? enc->depth : max;
 	for (size_t i = 0; i < n; i++)
-		frames[i] = dict.addr_of[t->enc.stack[i]];
-	if (t->enc.has_pending && n < max) /* held back by HOOKPROF_MIN, open */
-		frames[n++] = t->enc.pending.addr;
+		frames[i] = dict.addr_of[enc->stack[i]];
+	if (enc->has_pending && n < max) /* held back by HOOKPROF_MIN, open */
+		frames[n++] = enc->pending.addr;
 	return n;
+}
+
+/* Every stream's state is forgotten with the parent's threads; its
+ * memory is freed only when whole (as the dictionary). */
+static void forget_streams(int whole)
+{
+	for (struct hp_thread *t = first_thread(); t; t = t->next) {
+		if (whole && t->consumer)
+			hp_enc_stream_free(&t->consumer->enc);
+		t->consumer = NULL;
+	}
+	struct streams_block *next;
+	for (struct streams_block *b = stream_blocks; whole && b; b = next) {
+		next = b->next;
+		hp_pages_free(b, STREAMS_BLOCK_BYTES);
+	}
+	stream_blocks = NULL;
+	free_streams = NULL;
 }
 
 void hp_writer_reset_in_child(int whole)
 {
-	/* After a raw fork the writer may have been growing the dictionary:
-	 * its sizes cannot be trusted to unmap by, and it is left. */
+	/* After a raw fork the writer may have been growing the dictionary
+	 * or a stream's stack: their sizes cannot be trusted to unmap by, and
+	 * they are left. */
+	forget_streams(whole);
 	if (whole) {
 		hp_pages_free(scratch, HP_CHUNK_BYTES);
 		hp_dict_free(&dict);

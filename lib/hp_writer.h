@@ -11,6 +11,17 @@
 #include "hp_buffer.h"
 #include "hp_platform.h"
 
+/* The writer's state of one thread's stream (hp_thread.consumer), under
+ * its lock. */
+struct hp_writer_stream {
+	struct hp_enc_stream enc;
+	uint32_t next_seq;  /* chunk expected next; another means a gap */
+	uint32_t announced; /* THREAD record written */
+	struct hp_writer_stream *next_free;
+};
+/* t's, or NULL if the writer has not needed one yet (tests). */
+const struct hp_writer_stream *hp_writer_stream_of(const struct hp_thread *t) HP_HIDDEN;
+
 /* Allocates the encoder; until hp_writer_start the traced threads encode. */
 int hp_writer_init(void) HP_HIDDEN;
 /* Starts the writer thread. From then on it owns the output buffer, so

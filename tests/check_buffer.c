@@ -265,9 +265,9 @@ START_TEST(test_take_nothing_published)
 	/* head == tail: nothing to take, and the out parameters stay as they were */
 	const struct hp_raw *ev = (const struct hp_raw *)0x1;
 	uint32_t seq = 77;
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 0);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), 0);
 	T->head = T->tail = 9;
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 0);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), 0);
 	ck_assert_ptr_eq(ev, (const struct hp_raw *)0x1);
 	ck_assert_uint_eq(seq, 77);
 }
@@ -282,25 +282,25 @@ START_TEST(test_take_oldest_first)
 	hand_publish(T, 30, 30);
 	const struct hp_raw *ev;
 	uint32_t seq;
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 10);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), 10);
 	ck_assert_uint_eq(seq, 0);
 	ck_assert_ptr_eq(ev, T->base);
 	ck_assert_uint_eq(first_wrong(ev, 10, 0, 1), NONE);
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 10);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), 10);
 	ck_assert_uint_eq(seq, 0);
 	hp_buffer_release(T, seq);
 	ck_assert_uint_eq(T->tail, 1);
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 20);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), 20);
 	ck_assert_uint_eq(seq, 1);
 	ck_assert_ptr_eq(ev, T->base + CHUNK);
 	ck_assert_uint_eq(first_wrong(ev, 20, 10, 1), NONE);
 	hp_buffer_release(T, seq);
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 30);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), 30);
 	ck_assert_uint_eq(seq, 2);
 	ck_assert_uint_eq(first_wrong(ev, 30, 30, 1), NONE);
 	hp_buffer_release(T, seq);
 	ck_assert_uint_eq(T->tail, 3);
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 0);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), 0);
 }
 END_TEST
 
@@ -317,7 +317,7 @@ START_TEST(test_take_wraps_around)
 	static const size_t want_n[] = { 5, 6, 7 };
 	static const uint64_t want_first[] = { 0, 5, 11 };
 	for (int i = 0; i < 3; i++) {
-		ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), want_n[i]);
+		ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), want_n[i]);
 		ck_assert_uint_eq(seq, 6 + i);
 		ck_assert_ptr_eq(ev, T->base + want_slot[i] * CHUNK);
 		ck_assert_uint_eq(first_wrong(ev, want_n[i], want_first[i], 1), NONE);
@@ -336,7 +336,7 @@ START_TEST(test_ring_take_copies_and_claims)
 	hand_publish(T, 100, 50);
 	const struct hp_raw *ev;
 	uint32_t seq;
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 100);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), 100);
 	ck_assert_uint_eq(seq, 0);
 	ck_assert_ptr_eq(ev, scratch);
 	ck_assert_uint_eq(T->tail, 1);
@@ -345,11 +345,11 @@ START_TEST(test_ring_take_copies_and_claims)
 	/* the owner reusing the slot no longer changes what was taken */
 	memset(T->base, 0, 100 * sizeof(struct hp_raw));
 	ck_assert_uint_eq(first_wrong(ev, 100, 0, 1), NONE);
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 50);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), 50);
 	ck_assert_uint_eq(seq, 1);
 	ck_assert_uint_eq(first_wrong(ev, 50, 100, 1), NONE);
 	ck_assert_uint_eq(T->tail, 2);
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), 0);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), 0);
 }
 END_TEST
 
@@ -676,7 +676,7 @@ static void *consume_when_full(void *arg)
 		}
 		const struct hp_raw *ev;
 		uint32_t seq;
-		size_t n = hp_buffer_take(t, NULL, &ev, &seq);
+		size_t n = hp_buffer_take(t, NULL, &ev, &seq, NULL);
 		if (seq != r->chunks && r->wrong_seq == NONE)
 			r->wrong_seq = r->chunks;
 		uint64_t wrong = first_wrong(ev, n, r->consumed, 0);
@@ -1076,7 +1076,7 @@ START_TEST(test_ring_take_clamps_length)
 	T->chunk_len[0] = 5000;
 	const struct hp_raw *ev;
 	uint32_t seq;
-	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq), CHUNK);
+	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), CHUNK);
 	ck_assert_uint_eq(first_wrong(ev, CHUNK, 0, 1), NONE);
 	for (size_t j = 0; j < GUARD_EVENTS; j++)
 		ck_assert_uint_eq(scratch[CHUNK + j].addr, 0xa5a5a5a5a5a5a5a5ull);
@@ -1201,10 +1201,10 @@ static int child_sequence_wrap(void *arg)
 	TK_CHILD_TRUE(copy != NULL);
 	const struct hp_raw *ev;
 	uint32_t seq;
-	TK_CHILD_EQ(hp_buffer_take(t, copy, &ev, &seq), CHUNK);
+	TK_CHILD_EQ(hp_buffer_take(t, copy, &ev, &seq, NULL), CHUNK);
 	TK_CHILD_EQ(seq, UINT32_MAX - 1);
 	TK_CHILD_EQ(first_wrong(ev, CHUNK, 0, 0), NONE);
-	TK_CHILD_EQ(hp_buffer_take(t, copy, &ev, &seq), CHUNK);
+	TK_CHILD_EQ(hp_buffer_take(t, copy, &ev, &seq, NULL), CHUNK);
 	TK_CHILD_EQ(seq, UINT32_MAX);
 	/* the events of chunk UINT32_MAX, not the one written for chunk 0 */
 	TK_CHILD_EQ(ev[0].addr, addr_at(CHUNK));

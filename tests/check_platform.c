@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -76,17 +78,8 @@ static int kernel_says_invariant_tsc(void)
 static int invariant_tsc(void)
 {
 	int k = kernel_says_invariant_tsc();
-	if (k >= 0)
-		return k;
-#if defined(__x86_64__)
-	unsigned a, b, c, d;
-	if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
-		return 0;
-	__get_cpuid(0x80000007u, &a, &b, &c, &d);
-	return (d >> 8) & 1;
-#else
-	return 0;
-#endif
+	/* Without the kernel's word, CPUID's, as the runtime reads it. */
+	return k >= 0 ? k : hp_tsc_is_invariant();
 }
 
 /* Keeps the thread on one CPU, so that TSC readings compare even where
@@ -883,6 +876,187 @@ START_TEST(test_warn_errno_kept_when_format_fails)
 }
 END_TEST
 
+
+/* ---- modules, threads, files, the process (hp_platform.h) ------------ */
+
+struct found_exe {
+	char exe[4096];
+	int found, vdso, has_id, covers_code;
+	uint64_t code;
+};
+
+static int note_module(const struct hp_loaded_module *m, void *arg)
+{
+	struct found_exe *f = arg;
+	if (!m->has_file)
+		f->vdso = 1;
+	if (strcmp(m->path, f->exe))
+		return 0;
+	f->found++;
+	f->has_id = m->build_id_len > 0 && m->build_id_len <= 64;
+	for (uint32_t i = 0; i < m->nseg; i++)
+		if ((m->seg[i].flags & HP_SEGMENT_X) && f->code >= m->seg[i].start &&
+		    f->code < m->seg[i].start + m->seg[i].size)
+			f->covers_code = 1;
+	return 0;
+}
+
+START_TEST(test_modules_each_finds_the_executable)
+{
+	struct found_exe f = { .code = (uint64_t)(uintptr_t)note_module };
+	ssize_t n = readlink("/proc/self/exe", f.exe, sizeof(f.exe) - 1);
+	ck_assert_int_gt(n, 0);
+	f.exe[n] = 0;
+	hp_modules_each(note_module, &f);
+	/* once, by its real path, with its build-id and a code segment */
+	ck_assert_int_eq(f.found, 1);
+	ck_assert(f.has_id);
+	ck_assert(f.covers_code);
+	/* the vDSO is listed, as no file */
+	ck_assert(f.vdso);
+}
+END_TEST
+
+static int stop_at_first(const struct hp_loaded_module *m, void *arg)
+{
+	(void)m;
+	(*(int *)arg)++;
+	return 1;
+}
+
+START_TEST(test_modules_each_stops)
+{
+	int calls = 0;
+	hp_modules_each(stop_at_first, &calls);
+	ck_assert_int_eq(calls, 1);
+}
+END_TEST
+
+START_TEST(test_modules_generation_follows_dlopen)
+{
+	static const char *const candidates[] = { "libanl.so.1", "libutil.so.1", "libnss_dns.so.2" };
+	uint64_t before = hp_modules_generation();
+	ck_assert_uint_eq(hp_modules_generation(), before);
+	void *h = NULL;
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]) && !h; i++)
+		if (!dlopen(candidates[i], RTLD_NOW | RTLD_NOLOAD))
+			h = dlopen(candidates[i], RTLD_NOW);
+	ck_assert_msg(h != NULL, "no library to load here");
+	uint64_t loaded = hp_modules_generation();
+	ck_assert_uint_ne(loaded, before);
+	dlclose(h);
+	ck_assert_uint_ne(hp_modules_generation(), loaded);
+}
+END_TEST
+
+struct started {
+	uint32_t ran;
+	char name[16];
+	int usr1_blocked, all_blocked;
+};
+
+static void thread_body(void *arg)
+{
+	struct started *st = arg;
+	sigset_t cur;
+	prctl(PR_GET_NAME, st->name);
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	st->usr1_blocked = sigismember(&cur, SIGUSR1);
+	st->all_blocked = sigismember(&cur, SIGTERM) && sigismember(&cur, SIGALRM);
+	__atomic_store_n(&st->ran, 1, __ATOMIC_RELEASE);
+	hp_futex_wake(&st->ran);
+}
+
+START_TEST(test_thread_start_named_with_signals_blocked)
+{
+	static struct started st;
+	sigset_t before, after;
+	pthread_sigmask(SIG_SETMASK, NULL, &before);
+	ck_assert_int_eq(hp_thread_start(thread_body, &st, "hp-test-thread"), 0);
+	ck_assert_int_eq(hp_futex_wait_while(&st.ran, 0, 5000), 0);
+	ck_assert_str_eq(st.name, "hp-test-thread");
+	ck_assert(st.usr1_blocked);
+	ck_assert(st.all_blocked);
+	/* the caller's mask is its own again */
+	pthread_sigmask(SIG_SETMASK, NULL, &after);
+	ck_assert_int_eq(sigismember(&after, SIGUSR1), sigismember(&before, SIGUSR1));
+}
+END_TEST
+
+START_TEST(test_thread_names)
+{
+	char mine[16], again[64];
+	prctl(PR_SET_NAME, "hp-named");
+	hp_thread_name_self(mine, sizeof(mine));
+	ck_assert_str_eq(mine, "hp-named");
+	ck_assert_int_eq(hp_thread_name_of(hp_gettid(), again, sizeof(again)), 0);
+	ck_assert_str_eq(again, "hp-named");
+	ck_assert_int_eq(hp_thread_name_of(0x7ffffff0u, again, sizeof(again)), -1);
+}
+END_TEST
+
+START_TEST(test_signals_hold_keeps_faults_open)
+{
+	hp_sigmask_t saved;
+	sigset_t cur;
+	hp_signals_hold(&saved);
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	ck_assert(sigismember(&cur, SIGUSR1));
+	ck_assert(sigismember(&cur, SIGPROF));
+	ck_assert(!sigismember(&cur, SIGSEGV));
+	ck_assert(!sigismember(&cur, SIGBUS));
+	hp_signals_release(&saved);
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	ck_assert(!sigismember(&cur, SIGUSR1));
+}
+END_TEST
+
+START_TEST(test_mutex_bounded_in_signal)
+{
+	static hp_mutex_t m = HP_MUTEX_INITIALIZER;
+	hp_mutex_lock(&m);
+	/* held (by the code a signal interrupted): gives up */
+	ck_assert_int_eq(hp_mutex_lock_bounded(&m, 1, 20), -1);
+	hp_mutex_unlock(&m);
+	ck_assert_int_eq(hp_mutex_lock_bounded(&m, 1, 20), 0);
+	hp_mutex_reinit(&m); /* as a forked child does: free again */
+	ck_assert_int_eq(hp_mutex_lock_bounded(&m, 1, 20), 0);
+	hp_mutex_unlock(&m);
+}
+END_TEST
+
+START_TEST(test_path_kinds)
+{
+	ck_assert_int_eq(hp_path_kind("/dev/null"), HP_PATH_CHAR);
+	ck_assert_int_eq(hp_path_kind("/"), HP_PATH_DIR);
+	ck_assert_int_eq(hp_path_kind("/proc/self/exe"), HP_PATH_FILE);
+	ck_assert_int_eq(hp_path_kind("/nonexistent/x"), HP_PATH_NONE);
+	ck_assert(hp_path_is_absolute("/x"));
+	ck_assert(!hp_path_is_absolute("x/y"));
+	char cwd[4096];
+	ck_assert_int_eq(hp_cwd(cwd, sizeof(cwd)), 0);
+	ck_assert_int_eq(hp_path_kind(cwd), HP_PATH_DIR);
+}
+END_TEST
+
+START_TEST(test_process_names)
+{
+	char exe[4096], cmd[4096];
+	size_t n = hp_exe_path(exe, sizeof(exe) - 1);
+	exe[n] = 0;
+	ck_assert_int_gt(n, 0);
+	ck_assert_ptr_nonnull(strstr(exe, "/check_platform"));
+	ck_assert_str_eq(hp_program_name(), "check_platform");
+	n = hp_command_line(cmd, sizeof(cmd));
+	/* argv[0], NUL-terminated */
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(cmd[n - 1], 0);
+	ck_assert_ptr_nonnull(strstr(cmd, "check_platform"));
+	ck_assert_uint_eq(hp_getpid(), (uint32_t)getpid());
+	ck_assert_uint_eq(hp_getppid(), (uint32_t)getppid());
+}
+END_TEST
+
 static Suite *platform_suite(void)
 {
 	Suite *s = suite_create("platform");
@@ -910,6 +1084,15 @@ static Suite *platform_suite(void)
 	tcase_add_test(core, test_warn_each_call_one_write);
 	tcase_add_test(core, test_warn_percent_m_sees_callers_errno);
 	tcase_add_test(core, test_warn_leaves_stdio_alone);
+	tcase_add_test(core, test_modules_each_finds_the_executable);
+	tcase_add_test(core, test_modules_each_stops);
+	tcase_add_test(core, test_modules_generation_follows_dlopen);
+	tcase_add_test(core, test_thread_start_named_with_signals_blocked);
+	tcase_add_test(core, test_thread_names);
+	tcase_add_test(core, test_signals_hold_keeps_faults_open);
+	tcase_add_test(core, test_mutex_bounded_in_signal);
+	tcase_add_test(core, test_path_kinds);
+	tcase_add_test(core, test_process_names);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);

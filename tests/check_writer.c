@@ -407,8 +407,8 @@ static int child_chunks(void *arg)
 	hp_writer_drain(t);
 	/* all three taken and released, in order, the stream announced */
 	TK_CHILD_EQ(t->tail, 3);
-	TK_CHILD_EQ(t->next_seq, 3);
-	TK_CHILD_EQ(t->announced, 1);
+	TK_CHILD_EQ(hp_writer_stream_of(t)->next_seq, 3);
+	TK_CHILD_EQ(hp_writer_stream_of(t)->announced, 1);
 	TK_CHILD_TRUE(listed(t)); /* live: not retired */
 	TK_CHILD_EQ(hp_writer_finish(0), 0);
 	return TK_CHILD_OK;
@@ -681,13 +681,13 @@ static int child_gap(void *arg)
 	TK_CHILD_TRUE(t != NULL);
 	publish_raw(t, gap0, 2);
 	hp_writer_drain(t);
-	TK_CHILD_EQ(t->next_seq, 1);
+	TK_CHILD_EQ(hp_writer_stream_of(t)->next_seq, 1);
 	publish_raw(t, gap1, 2);
 	publish_raw(t, gap2, 4);
 	t->tail = 2; /* chunk 1 dropped */
 	t->lost_ring = 2;
 	hp_writer_drain(t);
-	TK_CHILD_EQ(t->next_seq, 3);
+	TK_CHILD_EQ(hp_writer_stream_of(t)->next_seq, 3);
 	TK_CHILD_EQ(t->tail, 3);
 	TK_CHILD_EQ(hp_writer_finish(0), 0);
 	return TK_CHILD_OK;
