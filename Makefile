@@ -163,15 +163,15 @@ $(WIN)/libhookprof.a: $(WIN_RT_OBJ)
 	rm -f $@
 	$(MINGW_AR) rcs $@ $^
 
-# The tests' own writer of the trace format, with a hook callee that
-# clobbers every volatile register: penter_clobber.exe shows the hooks keep
-# them whatever the C behind them does.
-$(WIN)/hpw.dll: tests/win/hpw_trace.c hooks/hp_penter_win64.S hooks/hp_win_hooks.h lib/hp_format.h
+# The hooks in front of a C callee that clobbers every volatile register
+# (tests/win/clobber_hooks.c): penter_clobber.exe shows the hooks keep them
+# whatever the C behind them does.
+$(WIN)/clobber.dll: tests/win/clobber_hooks.c hooks/hp_penter_win64.S hooks/hp_win_hooks.h
 	@mkdir -p $(@D)
-	$(MINGW_CC) $(WIN_CFLAGS) -fno-instrument-functions -shared -o $@ tests/win/hpw_trace.c \
-		hooks/hp_penter_win64.S $(WIN_LDFLAGS) -Wl,--out-implib,$(WIN)/libhpw.dll.a -lpsapi
-$(WIN)/penter_clobber.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN)/hpw.dll
-	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN_LDFLAGS) -L$(WIN) -lhpw
+	$(MINGW_CC) $(WIN_CFLAGS) -fno-instrument-functions -shared -o $@ tests/win/clobber_hooks.c \
+		hooks/hp_penter_win64.S $(WIN_LDFLAGS) -Wl,--out-implib,$(WIN)/libclobber.dll.a
+$(WIN)/penter_clobber.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN)/clobber.dll
+	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN_LDFLAGS) -L$(WIN) -lclobber
 $(WIN)/penter_probe.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN)/hookprof.dll
 	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN_LDFLAGS) \
 		-L$(WIN) -lhookprof

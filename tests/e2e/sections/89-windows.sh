@@ -8,8 +8,8 @@
 # DLL loaded and unloaded, the flush at exit and on an access violation;
 # the MSVC hooks (hooks/hp_penter_win64.S) behind hand-written functions
 # hooked as MSVC hooks them (penter_probe; penter_clobber runs them in
-# front of hpw.dll, the tests' small trace writer, whose hook callee
-# clobbers every volatile register). And the tool on PE modules: DWARF in a
+# front of clobber.dll, whose C callees clobber every volatile register).
+# And the tool on PE modules: DWARF in a
 # mingw exe, COFF symbols of a DLL loaded and unloaded at run time, a PDB of
 # a DLL built the MSVC way (clang for the MSVC target, lld-link), Windows
 # paths through the Wine prefix or the working directory, a rebuilt exe.
@@ -78,9 +78,14 @@ else
 			probe_vsum=3 probe_fib=177 probe_skip=1 probe_noexit=1 probe_inner=3
 		check_times "penter_probe"
 	fi
-	# Behind the hooks, a callee that changes every register C may change.
+	# Behind the hooks, a callee that changes every register C may change;
+	# it records nothing, and counts (probe_noexit has no _pexit).
 	win_run clobber penter_clobber.exe
-	win_checks_run "penter_clobber (the hooks keep what their C callee clobbers)" "penter ok"
+	check "penter_clobber: exit status 0" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 0 ]
+	check "penter_clobber: the hooks keep what their C callee clobbers" "got '$(brief "$DIR/out")'" \
+		[ "$(tr -d '\r' <"$DIR/out")" = "penter ok" ]
+	check "penter_clobber: 190 enters and 189 exits reached C" "stderr: $(brief "$DIR/err")" \
+		[ "$(tr -d '\r' <"$DIR/err")" = "clobber: 190 enters, 189 exits" ]
 
 	# A multi-threaded mingw program, a DLL loaded and unloaded, a PDB.
 	args=("$W/winplug.dll")
