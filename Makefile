@@ -170,9 +170,9 @@ $(WIN)/clobber.dll: tests/win/clobber_hooks.c hooks/hp_penter_win64.S hooks/hp_w
 	@mkdir -p $(@D)
 	$(MINGW_CC) $(WIN_CFLAGS) -fno-instrument-functions -shared -o $@ tests/win/clobber_hooks.c \
 		hooks/hp_penter_win64.S $(WIN_LDFLAGS) -Wl,--out-implib,$(WIN)/libclobber.dll.a
-$(WIN)/penter_clobber.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN)/clobber.dll
+$(WIN)/penter_clobber.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S tests/win/hook_bench.h $(WIN)/clobber.dll
 	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN_LDFLAGS) -L$(WIN) -lclobber
-$(WIN)/penter_probe.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN)/hookprof.dll
+$(WIN)/penter_probe.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S tests/win/hook_bench.h $(WIN)/hookprof.dll
 	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN_LDFLAGS) \
 		-L$(WIN) -lhookprof
 # --build-id: a CodeView record (GUID and age) that identifies the build.
@@ -187,7 +187,7 @@ $(WIN)/winplug.dll: tests/win/winplug.c $(WIN)/hookprof.dll
 	$(MINGW_CC) -O1 -Wall -finstrument-functions -shared -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
 $(WIN)/wincrash.exe: tests/win/wincrash.c $(WIN)/hookprof.dll
 	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
-$(WIN)/winbench.exe: tests/win/winbench.c $(WIN)/hookprof.dll
+$(WIN)/winbench.exe: tests/win/winbench.c tests/win/hook_bench.h $(WIN)/hookprof.dll
 	$(MINGW_CC) -O2 -g -Wall -finstrument-functions -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
 # Built the MSVC way, with a PDB (clang and lld-link; not part of `windows`).
 $(WIN)/msvcmod.dll: tests/win/msvcmod.c
