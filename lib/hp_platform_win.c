@@ -363,14 +363,6 @@ void hp_fatal_hooks_install(void)
 
 void hp_stack_init(void) {}
 
-/* Not taken on Windows: the trees start at the thread's first hooked frame. */
-void hp_stack_root(struct hp_frames *s, uint64_t first_func)
-{
-	(void)first_func;
-	s->n = 0;
-	s->flags = 0;
-}
-
 static int on_stack(uint64_t sp)
 {
 	ULONG_PTR low, high;
@@ -397,19 +389,64 @@ static int unwind_one(CONTEXT *ctx)
 	return ctx->Rip && on_stack(ctx->Rsp) ? 0 : -1;
 }
 
-/* Frame 0 is the faulting instruction, the others return addresses. */
-uint32_t hp_stack_crash(const struct hp_fatal *f, uint64_t *pc, uint32_t max, uint32_t *flags)
+/* The frames from ctx's up to max; HP_STACK_TRUNCATED if there were more. */
+static uint32_t walk(CONTEXT *ctx, uint64_t *pc, uint32_t max, uint32_t *flags)
 {
-	CONTEXT ctx = *(const CONTEXT *)f->context;
 	uint32_t n = 0;
-	int more = ctx.Rip != 0;
+	int more = ctx->Rip != 0;
 	while (more && n < max) {
-		pc[n++] = ctx.Rip;
-		more = unwind_one(&ctx) == 0;
+		pc[n++] = ctx->Rip;
+		more = unwind_one(ctx) == 0;
 	}
 	if (more)
 		*flags |= HP_STACK_TRUNCATED;
 	return n;
+}
+
+/* Frame 0 is the faulting instruction, the others return addresses. */
+uint32_t hp_stack_crash(const struct hp_fatal *f, uint64_t *pc, uint32_t max, uint32_t *flags)
+{
+	CONTEXT ctx = *(const CONTEXT *)f->context;
+	return walk(&ctx, pc, max, flags);
+}
+
+/* The first byte of the function pc is in, from its unwind data; 0 if none. */
+static uint64_t function_start(uint64_t pc)
+{
+	DWORD64 image = 0;
+	PRUNTIME_FUNCTION fn = RtlLookupFunctionEntry(pc, &image, NULL);
+	return fn ? image + fn->BeginAddress : 0;
+}
+
+/* Our own frames below the first instrumented one (this, the slow path,
+ * the hook) are at most a few. */
+#define OWN_FRAMES_MAX 16
+#define PENTER_CALL_LEN 5 /* call rel32 (hp_penter_win64.S) */
+
+/* From the frame of first_func (its hook's caller) up: the thread's start
+ * (RtlUserThreadStart, BaseThreadInitThunk) and whatever called it. */
+__attribute__((noinline)) void hp_stack_root(struct hp_frames *s, uint64_t first_func)
+{
+	CONTEXT ctx, start;
+	s->n = 0;
+	s->flags = 0;
+	RtlCaptureContext(&ctx);
+	start = ctx;
+	int found = 0;
+	uint64_t fn = first_func & ~HP_RAW_EXIT;
+	for (int i = 0; i < OWN_FRAMES_MAX && !found; i++) {
+		/* A function hooked by _penter calls it first: right after that
+		 * call, even without unwind data of its own. */
+		found = function_start(ctx.Rip) == fn || ctx.Rip == fn + PENTER_CALL_LEN;
+		if (!found && unwind_one(&ctx))
+			break;
+	}
+	if (!found) {
+		/* A function without unwind data: the whole stack, ours included. */
+		s->flags |= HP_STACK_NO_ROOT;
+		ctx = start;
+	}
+	s->n = walk(&ctx, s->pc, HP_ROOT_FRAMES, &s->flags);
 }
 
 /* ---- modules ------------------------------------------------------------------- */

@@ -73,6 +73,9 @@ else
 	win_run penter penter_probe.exe
 	win_checks_run "penter_probe (hand-written MSVC /Gh /GH functions)" "penter ok"
 	check "penter_probe: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
+	"$HP" info "$TRACE" >"$DIR/info" 2>&1
+	check "penter_probe: the root stack from a function without unwind data, hooked by _penter" \
+		"$(grep -m1 'root:' "$DIR/info")" grep -q '^    root: probe_sum5 (penter_probe\.exe) <- main (penter_probe\.exe) <- ' "$DIR/info"
 	if report "penter_probe" "$TRACE"; then
 		expect_calls "penter_probe" penter_probe.exe probe_sum5=2 probe_mix=2 probe_half=1 \
 			probe_vsum=3 probe_fib=177 probe_skip=1 probe_noexit=1 probe_inner=3
@@ -114,6 +117,11 @@ else
 		all_of [ "$(grep -Ec '^  stream [0-9]+ tid [0-9]+ worker ' "$DIR/info")" = 3 ] -- \
 		grep -Eq '^  stream 0 tid [0-9]+ winprog ' "$DIR/info"
 	check "winprog: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
+	# Root stacks (STACK records), unwound with each module's .pdata.
+	check "winprog: main's root stack goes through the C runtime's start" "$(grep -m1 'root: main' "$DIR/info")" \
+		grep -q '^    root: main (winprog\.exe) <- __tmainCRTStartup (winprog\.exe) <- mainCRTStartup (winprog\.exe) <- ' "$DIR/info"
+	check "winprog: each worker's root stack starts at BaseThreadInitThunk" "$(grep -m1 'root: worker' "$DIR/info")" \
+		[ "$(grep -c '^    root: worker (winprog\.exe) <- BaseThreadInitThunk (kernel32\.dll) <- ' "$DIR/info")" = 3 ]
 
 	# The runtime linked into the exe (libhookprof.a), no DLL of ours.
 	win_run static winprog_static.exe
