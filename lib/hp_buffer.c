@@ -1118,7 +1118,7 @@ void hp_buffer_retire_self(int in_signal)
 		if (has_partial_chunk(t))
 			publish(t);
 	}
-	hp_thread_name_self(t->name, sizeof(t->name));
+	hp_thread_name_self(t->exit_name, sizeof(t->exit_name));
 	drop_signal_stack(t);
 	t->tls = NULL;
 	/* Release: the last head and everything above are visible before the

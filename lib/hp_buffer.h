@@ -89,7 +89,8 @@ struct hp_thread {
 	uint32_t exited;         /* owner published its last chunk */
 	uint64_t lost_ring;      /* events dropped by ring mode */
 	uint64_t lost_reentry;   /* events raised inside hookprof's slow path */
-	char name[16];
+	char name[16];           /* at its start: read by the consumer at any time */
+	char exit_name[16];      /* at its exit: read once exited is seen */
 	uint32_t named;          /* hookprof_thread_name's string id + 1, or 0 */
 	void *signal_stack;      /* ours, if we installed one for the owner */
 	struct hp_frames root;    /* callers of its first instrumented frame */

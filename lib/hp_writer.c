@@ -332,7 +332,7 @@ static void retire_if_done(struct hp_thread *t)
 {
 	if (!all_written(t))
 		return;
-	thread_end_records(t, t->name);
+	thread_end_records(t, t->exit_name);
 	unlink_thread(t);
 	free_stream(t);
 	hp_buffer_free_thread(t);
@@ -618,7 +618,7 @@ int hp_writer_finish(int in_signal)
 		/* Nothing is freed now: a fatal signal's flush may be running on
 		 * this very thread's signal stack, inside its buffer mapping. */
 		if (all_written(t))
-			thread_end_records(t, t->name);
+			thread_end_records(t, t->exit_name);
 		else
 			finish_live_thread(t, in_signal);
 	}

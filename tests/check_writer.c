@@ -550,9 +550,10 @@ static int child_exited(void *arg)
 		publish(t, 10 * i, 10);
 		hp_writer_drain(t);
 	}
-	/* what hp_buffer_retire_self does: the name read again, the last chunk
-	 * published, then exited */
-	snprintf(t->name, sizeof(t->name), "after");
+	/* what hp_buffer_retire_self does: the last chunk published, the name
+	 * read again (into exit_name: the writer may be reading name), then
+	 * exited */
+	snprintf(t->exit_name, sizeof(t->exit_name), "after");
 	t->lost_reentry = 4;
 	publish(t, 30, 10);
 	__atomic_store_n(&t->exited, 1, __ATOMIC_RELEASE);
