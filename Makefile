@@ -195,6 +195,13 @@ $(WIN)/msvcmod.dll: tests/win/msvcmod.c
 	clang --target=x86_64-pc-windows-msvc -O1 -g -gcodeview -finstrument-functions -c $< -o $(WIN)/msvcmod.obj
 	lld-link /nologo /dll /noentry /nodefaultlib /debug /pdb:$(WIN)/msvcmod.pdb /out:$@ $(WIN)/msvcmod.obj
 
+# A DLL's function as MSVC's /Gh /GH compiles it, linked by lld-link
+# against hookprof.lib as an MSVC program would be (not part of `windows`).
+$(WIN)/msvcgh.dll: tests/win/msvcgh_asm.S $(WIN)/hookprof.lib
+	clang --target=x86_64-pc-windows-msvc -c $< -o $(WIN)/msvcgh.obj
+	lld-link /nologo /dll /noentry /nodefaultlib /debug /pdb:$(WIN)/msvcgh.pdb /export:gh_fib /out:$@ \
+		$(WIN)/msvcgh.obj $(WIN)/hookprof.lib
+
 windows: $(WIN)/hookprof.dll $(WIN)/hookprof.lib $(WIN)/libhookprof.a $(WIN)/penter_probe.exe \
 	$(WIN)/penter_clobber.exe $(WIN)/winprog.exe $(WIN)/winprog_static.exe $(WIN)/winplug.dll \
 	$(WIN)/wincrash.exe $(WIN)/winbench.exe

@@ -42,7 +42,7 @@ static struct hp_win_module *modules; /* MODULES_MAX entries, hp_pages_alloc'd *
 static uint32_t count;
 static uint32_t changes; /* loads and unloads seen: a snapshot is due when it moved */
 static SRWLOCK modules_lock = SRWLOCK_INIT;
-static void (*before_unload)(void);
+static void (*write_map)(void);
 static int notified; /* the loader tells us of changes */
 
 /* ---- reading an image in memory ----------------------------------------- */
@@ -180,7 +180,9 @@ static void add_named(const void *base, const UNICODE_STRING *name)
 }
 
 /* The loader's lock is held: nothing here may wait for the writer but
- * before_unload, which writes the map while the module is still there. */
+ * write_map, which writes the map while the module is still there, and
+ * again once it is gone: that snapshot bounds its lifetime before another
+ * module can be loaded at its addresses (as dlclose does on Linux). */
 static void CALLBACK on_loader_event(ULONG reason, const struct ldr_notification *data, void *ctx)
 {
 	(void)ctx;
@@ -188,9 +190,11 @@ static void CALLBACK on_loader_event(ULONG reason, const struct ldr_notification
 	if (reason == LDR_LOADED) {
 		add_named(data->base, data->full_name);
 	} else if (reason == LDR_UNLOADED) {
-		if (before_unload)
-			before_unload();
+		if (write_map)
+			write_map();
 		remove_base((uint64_t)(uintptr_t)data->base);
+		if (write_map)
+			write_map();
 	}
 	SetLastError(err);
 }
@@ -228,7 +232,7 @@ int hp_win_modules_init(void *(*alloc)(size_t), void (*unloading)(void))
 	modules = alloc(MODULES_MAX * sizeof(*modules));
 	if (!modules)
 		return -1;
-	before_unload = unloading;
+	write_map = unloading;
 	notified = register_notification() == 0;
 	enumerate_loaded();
 	return 0;

@@ -31,7 +31,8 @@ struct hp_win_module {
 
 /* Once, at start-up: the list's memory from alloc (zeroed), and
  * `unloading`, called by the loader's unload notification while the module
- * is still in the list (the runtime writes its map then). 0, or -1. */
+ * is still in the list and again once it is out of it (the runtime writes
+ * its map each time). 0, or -1. */
 int hp_win_modules_init(void *(*alloc)(size_t), void (*unloading)(void));
 /* A number that changes whenever a module was loaded or unloaded. */
 uint32_t hp_win_modules_changes(void);

@@ -3,12 +3,14 @@
  * -finstrument-functions and linked with hookprof.dll: three threads, a
  * static function, a DLL loaded with LoadLibrary and unloaded with
  * FreeLibrary (winplug.dll), and, when msvcmod.dll is there, a module
- * built the MSVC way (CodeView and a PDB, no DWARF). The runtime learns of
+ * built the MSVC way (CodeView and a PDB, no DWARF), and msvcgh.dll, whose
+ * function calls _penter and _pexit as MSVC's /Gh /GH code does and which
+ * lld-link linked against hookprof.lib. The runtime learns of
  * the loads and unloads by itself; the workers name themselves through
  * the control API (include/hookprof.h). The e2e test
  * (tests/e2e/sections/89-windows.sh) knows every count.
  *
- *   winprog [plugin.dll [msvcmod.dll]]
+ *   winprog [plugin.dll [msvcmod.dll [msvcgh.dll]]]
  */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
@@ -87,6 +89,7 @@ int main(int argc, char **argv)
 		sum += m_compute(i);
 	long plug = argc > 1 ? call_plugin(argv[1], "plug_run", 5) : 0;
 	long msv = argc > 2 ? call_plugin(argv[2], "msv_run", 4) : 0;
-	printf("winprog done %ld %ld %ld\n", sum, plug, msv);
+	long gh = argc > 3 ? call_plugin(argv[3], "gh_fib", 10) : 0;
+	printf("winprog done %ld %ld %ld %ld\n", sum, plug, msv, gh);
 	return 0;
 }

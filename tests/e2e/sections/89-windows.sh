@@ -35,7 +35,7 @@ else
 	HAVE_MSVC=0
 	command -v clang >/dev/null 2>&1 && command -v lld-link >/dev/null 2>&1 && HAVE_MSVC=1
 	targets="windows"
-	[ $HAVE_MSVC = 1 ] && targets="windows $W/msvcmod.dll"
+	[ $HAVE_MSVC = 1 ] && targets="windows $W/msvcmod.dll $W/msvcgh.dll"
 	# shellcheck disable=SC2086 # the targets are words
 	if make -s -C "$ROOT" $targets BUILD="$BUILD" WIN="$W" >"$T/win-build.log" 2>&1; then
 		ok "make windows: hookprof.dll, hookprof.lib, libhookprof.a and the test programs built with mingw-w64"
@@ -92,22 +92,24 @@ else
 
 	# A multi-threaded mingw program, a DLL loaded and unloaded, a PDB.
 	args=("$W/winplug.dll")
-	want="winprog done 320 30 0"
+	want="winprog done 320 30 0 0"
 	if [ $HAVE_MSVC = 1 ]; then
-		args+=("$W/msvcmod.dll")
-		want="winprog done 320 30 10"
+		args+=("$W/msvcmod.dll" "$W/msvcgh.dll")
+		want="winprog done 320 30 10 55"
 	fi
 	win_run prog winprog.exe "${args[@]}"
 	win_checks_run "winprog" "$want"
 	PROG_TRACE=$TRACE
 	if report "winprog" "$TRACE"; then
 		expect_calls "winprog: DWARF in the exe" winprog.exe main=1 worker=3 w_step=300 w_leaf=600 \
-			m_compute=10 s_helper=20 call_plugin=$((1 + HAVE_MSVC))
+			m_compute=10 s_helper=20 call_plugin=$((1 + 2 * HAVE_MSVC))
 		expect_calls "winprog: COFF symbols of a DLL unloaded before the end" winplug.dll plug_run=1 plug_leaf=5
 		src=$(field w_leaf winprog.exe 9)
 		check "winprog: w_leaf's source line from DWARF" "source '$src'" \
 			bash -c '[[ $1 =~ winprog\.c:[0-9]+$ ]]' sh "$src"
 		[ $HAVE_MSVC = 1 ] && expect_calls "winprog: a PDB read by llvm-symbolizer" msvcmod.dll msv_run=1 msv_leaf=4
+		[ $HAVE_MSVC = 1 ] && expect_calls "winprog: /Gh /GH code linked by lld-link against hookprof.lib" \
+			msvcgh.dll gh_fib=177
 		check_times "winprog"
 	fi
 	"$HP" info "$TRACE" >"$DIR/info" 2>&1
@@ -125,7 +127,7 @@ else
 
 	# The runtime linked into the exe (libhookprof.a), no DLL of ours.
 	win_run static winprog_static.exe
-	win_checks_run "winprog_static (libhookprof.a)" "winprog done 320 0 0"
+	win_checks_run "winprog_static (libhookprof.a)" "winprog done 320 0 0 0"
 	if report "winprog_static" "$TRACE"; then
 		expect_calls "winprog_static" winprog_static.exe main=1 worker=3 w_step=300 w_leaf=600 \
 			m_compute=10 s_helper=20
@@ -142,7 +144,7 @@ else
 			W=$WC
 			win_run clang winprog.exe "$WC/winplug.dll"
 			W=$saved_w
-			win_checks_run "winprog, runtime built by clang" "winprog done 320 30 0"
+			win_checks_run "winprog, runtime built by clang" "winprog done 320 30 0 0"
 			if report "winprog, runtime built by clang" "$TRACE"; then
 				expect_calls "winprog, runtime built by clang" winprog.exe main=1 worker=3 w_step=300 \
 					w_leaf=600 m_compute=10 s_helper=20 call_plugin=1
@@ -209,13 +211,15 @@ else
 		nok "winprog, no Wine prefix: report works" "$(brief "$T/win-cwd.err")"
 	fi
 
-	# No llvm-symbolizer: the PDB's module is module+0xOFFSET, one warning.
+	# No llvm-symbolizer: the PDBs' modules are module+0xOFFSET, one
+	# warning for each.
 	if [ $HAVE_MSVC = 1 ]; then
 		HOOKPROF_LLVM_SYMBOLIZER=/nonexistent/llvm-symbolizer "$HP" report --format=csv "$PROG_TRACE" \
 			>"$T/win-nosym.csv" 2>"$T/win-nosym.err"
-		check "no llvm-symbolizer: exactly one warning, naming msvcmod.dll and llvm-symbolizer" \
+		check "no llvm-symbolizer: exactly two warnings, naming msvcmod.dll, msvcgh.dll and llvm-symbolizer" \
 			"stderr: $(brief "$T/win-nosym.err")" \
-			all_of [ "$(wc -l <"$T/win-nosym.err")" = 1 ] -- grep -q '^hookprof: warning: .*msvcmod\.dll.*llvm-symbolizer' "$T/win-nosym.err"
+			all_of [ "$(wc -l <"$T/win-nosym.err")" = 2 ] -- grep -q '^hookprof: warning: .*msvcmod\.dll.*llvm-symbolizer' "$T/win-nosym.err" \
+			-- grep -q '^hookprof: warning: .*msvcgh\.dll.*llvm-symbolizer' "$T/win-nosym.err"
 		if csv_to_tsv "$T/win-nosym.csv" >"$T/win-nosym.tsv"; then
 			check "no llvm-symbolizer: msvcmod.dll's rows are msvcmod.dll+0xOFFSET with calls 1 and 4" \
 				"rows: $(grep msvcmod "$T/win-nosym.tsv" | cut -f1,2 | tr '\t\n' '= ')" \
@@ -257,8 +261,8 @@ else
 	mkdir -p "$PACKED/elsewhere"
 	cp "$PROG_TRACE" "$PACKED/trace.hookprof"
 	"$HP" pack "$PACKED/trace.hookprof" >"$T/win-pack.out" 2>"$T/win-pack.err"
-	check "pack: stores winprog.exe, winplug.dll and msvcmod.dll with its PDB" "$(brief "$T/win-pack.err")" \
-		all_of grep -q "symbols of .* kept in .* ($((2 + HAVE_MSVC)) modules," "$T/win-pack.err" -- \
+	check "pack: stores winprog.exe, winplug.dll, msvcmod.dll with its PDB and msvcgh.dll with its" "$(brief "$T/win-pack.err")" \
+		all_of grep -q "symbols of .* kept in .* ($((2 + 2 * HAVE_MSVC)) modules," "$T/win-pack.err" -- \
 		bash -c '[ $1 = 0 ] || grep -q "msvcmod\.dll: the traced file and its PDB" "$2"' sh "$HAVE_MSVC" "$T/win-pack.err"
 	mv "$W" "$W.away"
 	( cd "$PACKED/elsewhere" && env -u WINEPREFIX HOME=/nonexistent "$HP" report --format=csv ../trace.hookprof \
@@ -269,6 +273,7 @@ else
 		expect_calls "packed, the binaries gone" winprog.exe w_leaf=600 main=1
 		expect_calls "packed, the binaries gone" winplug.dll plug_leaf=5
 		[ $HAVE_MSVC = 1 ] && expect_calls "packed, the binaries gone: the PDB from the pack" msvcmod.dll msv_leaf=4
+		[ $HAVE_MSVC = 1 ] && expect_calls "packed, the binaries gone: the PDB from the pack" msvcgh.dll gh_fib=177
 		TSV=$saved_tsv
 	else
 		nok "packed, the binaries gone: report works" "$(brief "$T/win-packed.err") $(brief "$T/win-packed.tsv")"
