@@ -139,8 +139,9 @@ WIN_RT_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Wshadow -MMD -MP -D__USE_MINGW
 	$(if $(findstring clang,$(WIN_RT_CC)),-Wno-ignored-attributes -Wno-dll-attribute-on-redeclaration,-fno-instrument-functions)
 WIN_RT_SRC := $(LIB_PORTABLE) lib/hp_platform_win.c $(wildcard lib/win/*.c) hooks/hp_cyg_profile.c
 WIN_RT_OBJ := $(WIN_RT_SRC:%.c=$(WIN)/obj/%.o) $(WIN)/obj/hooks/hp_penter_win64.o
-# WaitOnAddress; no libgcc DLL to ship beside the programs.
-WIN_RT_LIBS := -lsynchronization -static-libgcc
+# WaitOnAddress, NtQueryInformationProcess; no libgcc DLL to ship beside
+# the programs.
+WIN_RT_LIBS := -lsynchronization -lntdll -static-libgcc
 WIN_CFLAGS := -O1 -g -Wall -Wextra -Itests/win -Iinclude
 WIN_LDFLAGS := -static-libgcc
 
@@ -158,7 +159,7 @@ $(WIN)/hookprof.dll $(WIN)/libhookprof.dll.a &: $(WIN_RT_OBJ) lib/win/hookprof.d
 $(WIN)/hookprof.lib: lib/win/hookprof.def
 	@mkdir -p $(@D)
 	$(MINGW_DLLTOOL) -d $< -D hookprof.dll -l $@
-# Linked into an executable: its users link -lsynchronization too.
+# Linked into an executable: its users link -lsynchronization -lntdll too.
 $(WIN)/libhookprof.a: $(WIN_RT_OBJ)
 	rm -f $@
 	$(MINGW_AR) rcs $@ $^
@@ -181,7 +182,7 @@ $(WIN)/winprog.exe: tests/win/winprog.c $(WIN)/hookprof.dll
 # The same, with the runtime linked in (libhookprof.a, not the DLL).
 $(WIN)/winprog_static.exe: tests/win/winprog.c $(WIN)/libhookprof.a
 	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) \
-		$(WIN)/libhookprof.a -lsynchronization
+		$(WIN)/libhookprof.a -lsynchronization -lntdll
 # Without -g: its names come from the COFF symbol table.
 $(WIN)/winplug.dll: tests/win/winplug.c $(WIN)/hookprof.dll
 	$(MINGW_CC) -O1 -Wall -finstrument-functions -shared -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof

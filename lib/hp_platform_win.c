@@ -170,14 +170,21 @@ static int errno_of(DWORD err)
 
 uint32_t hp_gettid(void) { return (uint32_t)GetCurrentThreadId(); }
 
+/* Windows 10's thread names (kernelbase; Wine has them), looked up once at
+ * load: GetModuleHandle and GetProcAddress take the loader's lock, which
+ * a thread's exit holds while it takes ours. */
 typedef HRESULT(WINAPI *get_description_fn)(HANDLE, PWSTR *);
 typedef HRESULT(WINAPI *set_description_fn)(HANDLE, PCWSTR);
+static get_description_fn get_description;
+static set_description_fn set_description;
 
-/* Windows 10's thread names (kernelbase; Wine has them). */
-static FARPROC kernelbase_fn(const char *name)
+static void find_thread_names(void)
 {
 	HMODULE k = GetModuleHandleW(L"kernelbase.dll");
-	return k ? GetProcAddress(k, name) : NULL;
+	if (!k)
+		return;
+	get_description = (get_description_fn)(void *)GetProcAddress(k, "GetThreadDescription");
+	set_description = (set_description_fn)(void *)GetProcAddress(k, "SetThreadDescription");
 }
 
 static struct {
@@ -203,10 +210,9 @@ int hp_thread_start(void (*fn)(void *arg), void *arg, const char *name)
 	HANDLE h = CreateThread(NULL, 0, thread_main, NULL, 0, NULL);
 	if (!h)
 		return -1;
-	set_description_fn set = (set_description_fn)(void *)kernelbase_fn("SetThreadDescription");
 	wchar_t wname[16];
-	if (set && to_utf16(name, wname, 16) == 0)
-		set(h, wname);
+	if (set_description && to_utf16(name, wname, 16) == 0)
+		set_description(h, wname);
 	if (writer)
 		CloseHandle(writer);
 	writer = h;
@@ -217,9 +223,8 @@ int hp_thread_start(void (*fn)(void *arg), void *arg, const char *name)
  * is known by its program's until it is named. -1 if it cannot be read. */
 static int thread_name(HANDLE h, char *name, size_t len)
 {
-	get_description_fn get = (get_description_fn)(void *)kernelbase_fn("GetThreadDescription");
 	wchar_t *desc = NULL;
-	if (!get || FAILED(get(h, &desc)))
+	if (!get_description || FAILED(get_description(h, &desc)))
 		return -1;
 	name[0] = 0;
 	if (desc) {
@@ -675,11 +680,8 @@ uint32_t hp_getpid(void) { return (uint32_t)GetCurrentProcessId(); }
 /* The parent's id from ntdll's process information (0 if unknown). */
 uint32_t hp_getppid(void)
 {
-	typedef LONG(NTAPI * query_fn)(HANDLE, PROCESSINFOCLASS, void *, ULONG, ULONG *);
-	HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
-	query_fn query = ntdll ? (query_fn)(void *)GetProcAddress(ntdll, "NtQueryInformationProcess") : NULL;
 	PROCESS_BASIC_INFORMATION info;
-	if (!query || query(GetCurrentProcess(), ProcessBasicInformation, &info, sizeof(info), NULL))
+	if (NtQueryInformationProcess(GetCurrentProcess(), ProcessBasicInformation, &info, sizeof(info), NULL))
 		return 0;
 	return (uint32_t)info.InheritedFromUniqueProcessId;
 }
@@ -871,6 +873,7 @@ static void NTAPI tls_callback(void *image, DWORD reason, void *reserved)
 	DWORD err = GetLastError();
 	switch (reason) {
 	case DLL_PROCESS_ATTACH:
+		find_thread_names();
 		pin_self();
 		register_process_exit();
 		hp_runtime_on_load();
