@@ -403,3 +403,19 @@ size_t tk_streams_seen(const struct hp_analysis *a)
 		n += a->info.streams[i].seen != 0;
 	return n;
 }
+
+void tk_each_record(const char *path,
+		    void (*fn)(void *arg, uint32_t type, const uint8_t *payload, uint32_t size),
+		    void *arg)
+{
+	char err[512];
+	struct hp_reader *r = hp_reader_open(path, err, sizeof(err));
+	ck_assert_msg(r != NULL, "%s", err);
+	uint32_t type, size;
+	const uint8_t *payload;
+	int rc;
+	while ((rc = hp_reader_next(r, &type, &payload, &size, err, sizeof(err))) == 1)
+		fn(arg, type, payload, size);
+	hp_reader_close(r);
+	ck_assert_msg(rc == 0, "%s", err);
+}

@@ -173,4 +173,10 @@ uint64_t tk_lost_total(const struct hp_analysis *a);
 /* Streams that wrote anything. */
 size_t tk_streams_seen(const struct hp_analysis *a);
 
+/* Calls fn for every record of the trace at path, in file order; a
+ * reader error fails the calling test. */
+void tk_each_record(const char *path,
+		    void (*fn)(void *arg, uint32_t type, const uint8_t *payload, uint32_t size),
+		    void *arg);
+
 #endif
