@@ -171,11 +171,11 @@ $(WIN)/clobber.dll: tests/win/clobber_hooks.c hooks/hp_penter_win64.S hooks/hp_w
 	@mkdir -p $(@D)
 	$(MINGW_CC) $(WIN_CFLAGS) -fno-instrument-functions -shared -o $@ tests/win/clobber_hooks.c \
 		hooks/hp_penter_win64.S $(WIN_LDFLAGS) -Wl,--out-implib,$(WIN)/libclobber.dll.a
-$(WIN)/penter_clobber.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S tests/win/hook_bench.h $(WIN)/clobber.dll
-	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN_LDFLAGS) -L$(WIN) -lclobber
-$(WIN)/penter_probe.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S tests/win/hook_bench.h $(WIN)/hookprof.dll
-	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN_LDFLAGS) \
-		-L$(WIN) -lhookprof
+PROBE_SRC := tests/win/penter_probe.c tests/win/penter_probe_asm.S tests/win/probe_fib_asm.S
+$(WIN)/penter_clobber.exe: $(PROBE_SRC) tests/win/hook_bench.h $(WIN)/clobber.dll
+	$(MINGW_CC) $(WIN_CFLAGS) -o $@ $(PROBE_SRC) $(WIN_LDFLAGS) -L$(WIN) -lclobber
+$(WIN)/penter_probe.exe: $(PROBE_SRC) tests/win/hook_bench.h $(WIN)/hookprof.dll
+	$(MINGW_CC) $(WIN_CFLAGS) -o $@ $(PROBE_SRC) $(WIN_LDFLAGS) -L$(WIN) -lhookprof
 # --build-id: a CodeView record (GUID and age) that identifies the build.
 $(WIN)/winprog.exe: tests/win/winprog.c $(WIN)/hookprof.dll
 	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
@@ -198,9 +198,9 @@ $(WIN)/msvcmod.dll: tests/win/msvcmod.c
 
 # A DLL's function as MSVC's /Gh /GH compiles it, linked by lld-link
 # against hookprof.lib as an MSVC program would be (not part of `windows`).
-$(WIN)/msvcgh.dll: tests/win/msvcgh_asm.S $(WIN)/hookprof.lib
+$(WIN)/msvcgh.dll: tests/win/probe_fib_asm.S $(WIN)/hookprof.lib
 	clang --target=x86_64-pc-windows-msvc -c $< -o $(WIN)/msvcgh.obj
-	lld-link /nologo /dll /noentry /nodefaultlib /debug /pdb:$(WIN)/msvcgh.pdb /export:gh_fib /out:$@ \
+	lld-link /nologo /dll /noentry /nodefaultlib /debug /pdb:$(WIN)/msvcgh.pdb /export:probe_fib /out:$@ \
 		$(WIN)/msvcgh.obj $(WIN)/hookprof.lib
 
 windows: $(WIN)/hookprof.dll $(WIN)/hookprof.lib $(WIN)/libhookprof.a $(WIN)/penter_probe.exe \

@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 		sum += m_compute(i);
 	long plug = argc > 1 ? call_plugin(argv[1], "plug_run", 5) : 0;
 	long msv = argc > 2 ? call_plugin(argv[2], "msv_run", 4) : 0;
-	long gh = argc > 3 ? call_plugin(argv[3], "gh_fib", 10) : 0;
+	long gh = argc > 3 ? call_plugin(argv[3], "probe_fib", 10) : 0;
 	printf("winprog done %ld %ld %ld %ld\n", sum, plug, msv, gh);
 	return 0;
 }

@@ -109,7 +109,7 @@ else
 			bash -c '[[ $1 =~ winprog\.c:[0-9]+$ ]]' sh "$src"
 		[ $HAVE_MSVC = 1 ] && expect_calls "winprog: a PDB read by llvm-symbolizer" msvcmod.dll msv_run=1 msv_leaf=4
 		[ $HAVE_MSVC = 1 ] && expect_calls "winprog: /Gh /GH code linked by lld-link against hookprof.lib" \
-			msvcgh.dll gh_fib=177
+			msvcgh.dll probe_fib=177
 		check_times "winprog"
 	fi
 	"$HP" info "$TRACE" >"$DIR/info" 2>&1
@@ -273,7 +273,7 @@ else
 		expect_calls "packed, the binaries gone" winprog.exe w_leaf=600 main=1
 		expect_calls "packed, the binaries gone" winplug.dll plug_leaf=5
 		[ $HAVE_MSVC = 1 ] && expect_calls "packed, the binaries gone: the PDB from the pack" msvcmod.dll msv_leaf=4
-		[ $HAVE_MSVC = 1 ] && expect_calls "packed, the binaries gone: the PDB from the pack" msvcgh.dll gh_fib=177
+		[ $HAVE_MSVC = 1 ] && expect_calls "packed, the binaries gone: the PDB from the pack" msvcgh.dll probe_fib=177
 		TSV=$saved_tsv
 	else
 		nok "packed, the binaries gone: report works" "$(brief "$T/win-packed.err") $(brief "$T/win-packed.tsv")"
