@@ -8,8 +8,9 @@
 #   make bench           overhead, size and speed against the floor and uftrace;
 #                        fidelity: self-time shares against perf sampling
 #   make fuzz            libFuzzer target of the trace reader (clang), build/fuzz/fuzz_trace
-#   make windows         the MSVC hooks and the Windows test programs, cross-built with
-#                        mingw-w64 into build/win (docs/windows.md); they run under Wine
+#   make windows         hookprof.dll, its import libraries and libhookprof.a for Windows
+#                        x64, and the Windows test programs, cross-built with mingw-w64
+#                        into build/win (docs/windows.md); the tests run under Wine
 #   make install PREFIX=/usr/local DESTDIR=
 #   make clean           (build/ and the sanitizer builds)
 
@@ -117,35 +118,94 @@ $(BUILD)/fuzz/fuzz_trace: $(FUZZ_SRC) $(wildcard symbolize/*.h) lib/hp_format.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -std=gnu11 -Wall -Wextra -Ilib -o $@ $(FUZZ_SRC)
 
-# Windows x64 (docs/windows.md): the runtime does not run there yet. What
-# exists: the MSVC hooks (hooks/hp_penter_win64.S), and the test programs
-# of tests/win, linked with hpw.dll, the tests' own small trace writer. The
-# e2e section 89 builds them with WIN=<its directory>.
+# Windows x64 (docs/windows.md), cross-built with mingw-w64 into $(WIN):
+# hookprof.dll with its import libraries (libhookprof.dll.a for mingw,
+# hookprof.lib for MSVC's linker) and the static libhookprof.a, from the
+# portable runtime, lib/hp_platform_win.c, lib/win/ and the hooks; and the
+# test programs of tests/win, which the e2e section 89 runs under Wine
+# (it builds them with WIN=<its directory>).
 MINGW_CC ?= x86_64-w64-mingw32-gcc
+MINGW_AR ?= x86_64-w64-mingw32-ar
+MINGW_DLLTOOL ?= x86_64-w64-mingw32-dlltool
 WIN ?= $(BUILD)/win
-WIN_CFLAGS := -O1 -g -Wall -Wextra -Itests/win
-# No libgcc DLL to ship beside the programs (hpw.dll's __thread needs libgcc).
+# The runtime's compiler. mingw-w64's gcc emulates __thread (a call into
+# libgcc, and three into kernel32, for each access: one per hook); clang
+# for the same target has native TLS, and the hooks cost less
+# (docs/windows.md): make windows WIN_RT_CC='clang --target=x86_64-w64-mingw32'.
+WIN_RT_CC ?= $(MINGW_CC)
+# mingw's own printf family: the runtime's messages use %zu and %llu.
+# clang knows neither gnu_printf nor -fno-instrument-functions (its default).
+WIN_RT_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Wshadow -MMD -MP -D__USE_MINGW_ANSI_STDIO=1 -Ilib \
+	$(if $(findstring clang,$(WIN_RT_CC)),-Wno-ignored-attributes -Wno-dll-attribute-on-redeclaration,-fno-instrument-functions)
+WIN_RT_SRC := $(LIB_PORTABLE) lib/hp_platform_win.c $(wildcard lib/win/*.c) hooks/hp_cyg_profile.c
+WIN_RT_OBJ := $(WIN_RT_SRC:%.c=$(WIN)/obj/%.o) $(WIN)/obj/hooks/hp_penter_win64.o
+# WaitOnAddress, NtQueryInformationProcess; no libgcc DLL to ship beside
+# the programs.
+WIN_RT_LIBS := -lsynchronization -lntdll -static-libgcc
+WIN_CFLAGS := -O1 -g -Wall -Wextra -Itests/win -Iinclude
 WIN_LDFLAGS := -static-libgcc
-# The tests' trace writer is never instrumented itself.
-$(WIN)/hpw.dll: tests/win/hpw_trace.c hooks/hp_penter_win64.S hooks/hp_win_hooks.h lib/hp_format.h
+
+$(WIN)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(MINGW_CC) $(WIN_CFLAGS) -fno-instrument-functions -shared -o $@ tests/win/hpw_trace.c \
-		hooks/hp_penter_win64.S $(WIN_LDFLAGS) -Wl,--out-implib,$(WIN)/libhpw.dll.a -lpsapi
-$(WIN)/penter_probe.exe: tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN)/hpw.dll
-	$(MINGW_CC) $(WIN_CFLAGS) -o $@ tests/win/penter_probe.c tests/win/penter_probe_asm.S $(WIN_LDFLAGS) -L$(WIN) -lhpw
+	$(WIN_RT_CC) $(WIN_RT_CFLAGS) -c $< -o $@
+$(WIN)/obj/hooks/hp_penter_win64.o: hooks/hp_penter_win64.S
+	@mkdir -p $(@D)
+	$(MINGW_CC) -c $< -o $@
+
+$(WIN)/hookprof.dll $(WIN)/libhookprof.dll.a &: $(WIN_RT_OBJ) lib/win/hookprof.def
+	$(MINGW_CC) -shared -o $(WIN)/hookprof.dll $(WIN_RT_OBJ) lib/win/hookprof.def \
+		-Wl,--out-implib,$(WIN)/libhookprof.dll.a $(WIN_RT_LIBS)
+# The import library MSVC's link.exe takes (/Gh /GH code calls _penter/_pexit).
+$(WIN)/hookprof.lib: lib/win/hookprof.def
+	@mkdir -p $(@D)
+	$(MINGW_DLLTOOL) -d $< -D hookprof.dll -l $@
+# Linked into an executable: its users link -lsynchronization -lntdll too.
+$(WIN)/libhookprof.a: $(WIN_RT_OBJ)
+	rm -f $@
+	$(MINGW_AR) rcs $@ $^
+
+# The hooks in front of a C callee that clobbers every volatile register
+# (tests/win/clobber_hooks.c): penter_clobber.exe shows the hooks keep them
+# whatever the C behind them does.
+$(WIN)/clobber.dll: tests/win/clobber_hooks.c hooks/hp_penter_win64.S hooks/hp_win_hooks.h
+	@mkdir -p $(@D)
+	$(MINGW_CC) $(WIN_CFLAGS) -fno-instrument-functions -shared -o $@ tests/win/clobber_hooks.c \
+		hooks/hp_penter_win64.S $(WIN_LDFLAGS) -Wl,--out-implib,$(WIN)/libclobber.dll.a
+PROBE_SRC := tests/win/penter_probe.c tests/win/penter_probe_asm.S tests/win/probe_fib_asm.S
+$(WIN)/penter_clobber.exe: $(PROBE_SRC) tests/win/hook_bench.h $(WIN)/clobber.dll
+	$(MINGW_CC) $(WIN_CFLAGS) -o $@ $(PROBE_SRC) $(WIN_LDFLAGS) -L$(WIN) -lclobber
+$(WIN)/penter_probe.exe: $(PROBE_SRC) tests/win/hook_bench.h $(WIN)/hookprof.dll
+	$(MINGW_CC) $(WIN_CFLAGS) -o $@ $(PROBE_SRC) $(WIN_LDFLAGS) -L$(WIN) -lhookprof
 # --build-id: a CodeView record (GUID and age) that identifies the build.
-$(WIN)/winprog.exe: tests/win/winprog.c tests/win/hpw_trace.h $(WIN)/hpw.dll
-	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhpw
+$(WIN)/winprog.exe: tests/win/winprog.c $(WIN)/hookprof.dll
+	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
+# The same, with the runtime linked in (libhookprof.a, not the DLL).
+$(WIN)/winprog_static.exe: tests/win/winprog.c $(WIN)/libhookprof.a
+	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) \
+		$(WIN)/libhookprof.a -lsynchronization -lntdll
 # Without -g: its names come from the COFF symbol table.
-$(WIN)/winplug.dll: tests/win/winplug.c $(WIN)/hpw.dll
-	$(MINGW_CC) -O1 -Wall -finstrument-functions -shared -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhpw
+$(WIN)/winplug.dll: tests/win/winplug.c $(WIN)/hookprof.dll
+	$(MINGW_CC) -O1 -Wall -finstrument-functions -shared -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
+$(WIN)/wincrash.exe: tests/win/wincrash.c $(WIN)/hookprof.dll
+	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
+$(WIN)/winbench.exe: tests/win/winbench.c tests/win/hook_bench.h $(WIN)/hookprof.dll
+	$(MINGW_CC) -O2 -g -Wall -finstrument-functions -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
 # Built the MSVC way, with a PDB (clang and lld-link; not part of `windows`).
 $(WIN)/msvcmod.dll: tests/win/msvcmod.c
 	@mkdir -p $(@D)
 	clang --target=x86_64-pc-windows-msvc -O1 -g -gcodeview -finstrument-functions -c $< -o $(WIN)/msvcmod.obj
 	lld-link /nologo /dll /noentry /nodefaultlib /debug /pdb:$(WIN)/msvcmod.pdb /out:$@ $(WIN)/msvcmod.obj
 
-windows: $(WIN)/hpw.dll $(WIN)/penter_probe.exe $(WIN)/winprog.exe $(WIN)/winplug.dll
+# A DLL's function as MSVC's /Gh /GH compiles it, linked by lld-link
+# against hookprof.lib as an MSVC program would be (not part of `windows`).
+$(WIN)/msvcgh.dll: tests/win/probe_fib_asm.S $(WIN)/hookprof.lib
+	clang --target=x86_64-pc-windows-msvc -c $< -o $(WIN)/msvcgh.obj
+	lld-link /nologo /dll /noentry /nodefaultlib /debug /pdb:$(WIN)/msvcgh.pdb /export:probe_fib /out:$@ \
+		$(WIN)/msvcgh.obj $(WIN)/hookprof.lib
+
+windows: $(WIN)/hookprof.dll $(WIN)/hookprof.lib $(WIN)/libhookprof.a $(WIN)/penter_probe.exe \
+	$(WIN)/penter_clobber.exe $(WIN)/winprog.exe $(WIN)/winprog_static.exe $(WIN)/winplug.dll \
+	$(WIN)/wincrash.exe $(WIN)/winbench.exe
 
 deps:
 	@scripts/deps.sh

@@ -116,7 +116,7 @@
 	call hp_win_exit
 	end_hook
 
-	/* Exported when linked into a DLL (hookprof.dll, the tests' hpw.dll),
+	/* Exported when linked into a DLL (hookprof.dll, the tests' clobber.dll),
 	 * whose other exports are marked dllexport. */
 	.section .drectve, "yn"
 	.ascii " -export:_penter -export:_pexit"

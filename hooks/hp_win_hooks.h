@@ -15,9 +15,9 @@
  * longjmp skipped never see their _pexit: an exit of an older frame ends
  * them too.
  *
- * Whoever links the hooks defines both functions (the runtime, once it runs
- * on Windows; tests/win/hpw_trace.c until then). They must not be compiled
- * with /Gh, /GH or -finstrument-functions.
+ * Whoever links the hooks defines both functions (the runtime:
+ * lib/win/hp_win_frames.c; the tests' clobber.dll: tests/win/clobber_hooks.c).
+ * They must not be compiled with /Gh, /GH or -finstrument-functions.
  */
 #ifndef HP_WIN_HOOKS_H
 #define HP_WIN_HOOKS_H

@@ -27,8 +27,11 @@
 extern "C" {
 #endif
 
-/* The library's own sources define HOOKPROF_INTERNAL_: strong definitions. */
-#ifdef HOOKPROF_INTERNAL_
+/* The library's own sources define HOOKPROF_INTERNAL_: strong definitions.
+ * Windows has no weak imports (a weak reference to hookprof.dll's function
+ * stays NULL): there the program links hookprof.dll's import library or
+ * libhookprof.a, and calls the functions directly. */
+#if defined(HOOKPROF_INTERNAL_) || defined(_WIN32)
 #define HOOKPROF_WEAK_
 #else
 #define HOOKPROF_WEAK_ __attribute__((weak))
@@ -93,7 +96,7 @@ void hookprof_thread_name(const char *name) HOOKPROF_WEAK_;
  * is not expanded again inside its own expansion, so the name there is the
  * function's. Define HOOKPROF_NO_MACROS to call the functions directly.
  */
-#if !defined(HOOKPROF_NO_MACROS) && !defined(HOOKPROF_INTERNAL_)
+#if !defined(HOOKPROF_NO_MACROS) && !defined(HOOKPROF_INTERNAL_) && !defined(_WIN32)
 #define hookprof_flush() (hookprof_flush ? hookprof_flush() : -1)
 #define hookprof_trace_path() (hookprof_trace_path ? hookprof_trace_path() : (const char *)0)
 #define hookprof_pause() (hookprof_pause ? hookprof_pause() : (void)0)

@@ -157,7 +157,7 @@ int hp_buffer_in_own_work(void) HP_HIDDEN;
  */
 static inline struct hp_raw *hp_take_slot(struct hp_raw **end)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(_WIN32) /* @gottpoff: ELF; mingw takes the #else */
 	uintptr_t e = sizeof(struct hp_raw), off;
 	__asm__ volatile("movq hp_tls@gottpoff(%%rip), %[off]\n\t"
 			 "movq %%fs:8(%[off]), %[end]\n\t"

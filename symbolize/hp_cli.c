@@ -191,6 +191,43 @@ static const char *signal_name(uint32_t sig, char *buf, size_t len)
 	return buf;
 }
 
+/* A trace recorded on Windows gives the exception's code (an NTSTATUS,
+ * 0x80000000 and up) where Linux gives a signal (docs/format.md, CRASH). */
+#define HP_EXCEPTION_MIN 0x80000000u
+#define HP_EXCEPTION_ACCESS_VIOLATION 0xc0000005u
+
+static const char *exception_name(uint32_t code, char *buf, size_t len)
+{
+	static const struct {
+		uint32_t code;
+		const char *name;
+	} known[] = {
+		{ HP_EXCEPTION_ACCESS_VIOLATION, "EXCEPTION_ACCESS_VIOLATION" },
+		{ 0xc0000006u, "EXCEPTION_IN_PAGE_ERROR" },
+		{ 0xc000001du, "EXCEPTION_ILLEGAL_INSTRUCTION" },
+		{ 0xc0000094u, "EXCEPTION_INT_DIVIDE_BY_ZERO" },
+		{ 0xc0000096u, "EXCEPTION_PRIV_INSTRUCTION" },
+		{ 0xc00000fdu, "EXCEPTION_STACK_OVERFLOW" },
+		{ 0xc0000409u, "STATUS_STACK_BUFFER_OVERRUN" },
+		{ 0x80000003u, "EXCEPTION_BREAKPOINT" },
+	};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (known[i].code == code)
+			return known[i].name;
+	snprintf(buf, len, "exception 0x%08x", code);
+	return buf;
+}
+
+static void print_exception(FILE *out, const char *pre, const struct hp_crash *k)
+{
+	char name[32];
+	fprintf(out, "%scrash: %s (exception 0x%08x", pre, exception_name(k->signal, name, sizeof(name)),
+		k->signal);
+	if (k->addr || k->signal == HP_EXCEPTION_ACCESS_VIOLATION)
+		fprintf(out, ", address 0x%llx", (unsigned long long)k->addr);
+	fprintf(out, ")\n");
+}
+
 /* Frames after the first hold return addresses: the call is the byte before. */
 static void lookup_frame(struct hp_symbols *sym, const struct hp_stack *st, uint32_t i,
 			 struct hp_symbol *out)
@@ -245,11 +282,15 @@ void hp_cli_print_crash(FILE *out, const char *pre, struct hp_symbols *sym,
 {
 	const struct hp_crash *k = &a->info.crash;
 	char name[32];
-	fprintf(out, "%scrash: %s (signal %u, code %d", pre, signal_name(k->signal, name, sizeof(name)),
-		k->signal, k->code);
-	if (k->addr || k->signal == SIGSEGV || k->signal == SIGBUS)
-		fprintf(out, ", address 0x%llx", (unsigned long long)k->addr);
-	fprintf(out, ")\n");
+	if (k->signal >= HP_EXCEPTION_MIN) {
+		print_exception(out, pre, k);
+	} else {
+		fprintf(out, "%scrash: %s (signal %u, code %d", pre, signal_name(k->signal, name, sizeof(name)),
+			k->signal, k->code);
+		if (k->addr || k->signal == SIGSEGV || k->signal == SIGBUS)
+			fprintf(out, ", address 0x%llx", (unsigned long long)k->addr);
+		fprintf(out, ")\n");
+	}
 	const struct hp_stream_info *si = k->stream < a->info.nstreams ? &a->info.streams[k->stream] : NULL;
 	if (si && si->seen)
 		fprintf(out, "%sthread: stream %u tid %u %s\n", pre, k->stream, k->tid, si->name);

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook_bench.h"
+
 int64_t probe_sum5(int64_t a, int64_t b, int64_t c, int64_t d, int64_t e);
 double probe_mix(double a, float b, double c, float d);
 float probe_half(float a, float b, float c, float d, float e, float f);
@@ -108,27 +110,6 @@ static void arguments_and_results(void)
 	expect_int("probe_skip", probe_skip(), 8);
 }
 
-static double now_ns(void)
-{
-	LARGE_INTEGER f, t;
-	QueryPerformanceFrequency(&f);
-	QueryPerformanceCounter(&t);
-	return (double)t.QuadPart * 1e9 / (double)f.QuadPart;
-}
-
-static void bench(long n)
-{
-	double t0 = now_ns();
-	for (long i = 0; i < n; i++)
-		probe_plain();
-	double t1 = now_ns();
-	for (long i = 0; i < n; i++)
-		probe_inner();
-	double t2 = now_ns();
-	printf("bench: %ld calls, %.2f ns per call without hooks, %.2f ns per hook pair\n", n,
-	       (t1 - t0) / n, ((t2 - t1) - (t1 - t0)) / n);
-}
-
 int main(int argc, char **argv)
 {
 	arguments_and_results();
@@ -136,7 +117,7 @@ int main(int argc, char **argv)
 	torture(0xa5, 0);
 	torture(0x33, 0x41); /* ZF and CF */
 	if (argc == 3 && !strcmp(argv[1], "bench"))
-		bench(atol(argv[2]));
+		hook_bench("bench", atol(argv[2]), probe_plain, probe_inner);
 	if (failures)
 		printf("penter failed %d\n", failures);
 	else

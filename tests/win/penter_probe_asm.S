@@ -81,30 +81,6 @@ probe_vsum:
 	call _pexit
 	ret
 
-/* int64_t probe_fib(int64_t n): recursive, with a frame of its own. */
-	.globl probe_fib
-	.def probe_fib; .scl 2; .type 32; .endef
-probe_fib:
-	call _penter
-	pushq %rbx
-	pushq %rsi
-	subq $40, %rsp
-	movq %rcx, %rbx
-	movq %rcx, %rax
-	cmpq $2, %rcx
-	jl 1f
-	leaq -1(%rbx), %rcx
-	call probe_fib
-	movq %rax, %rsi
-	leaq -2(%rbx), %rcx
-	call probe_fib
-	addq %rsi, %rax
-1:	addq $40, %rsp
-	popq %rsi
-	popq %rbx
-	call _pexit
-	ret
-
 /* A function whose _pexit never comes, as when a longjmp or an exception
  * leaves it: probe_skip's own exit ends its frame too. */
 	.globl probe_noexit

@@ -1,6 +1,6 @@
 /*
  * winplug.c - a DLL for winprog.c, loaded with LoadLibrary, built with
- * -finstrument-functions against hpw.dll; with -g its names come from
+ * -finstrument-functions against hookprof.dll; with -g its names come from
  * DWARF, without, from the COFF symbol table.
  */
 __attribute__((noinline)) long plug_leaf(long i)

@@ -1,12 +1,15 @@
 # tests/e2e/sections/89-windows.sh - Windows x64 (issue 9): programs built
-# with mingw-w64 run under Wine, hookprof on Linux names what they did.
+# with mingw-w64 run under Wine with hookprof's runtime (hookprof.dll, or
+# libhookprof.a linked in), and hookprof on Linux names what they did.
 # (Sourced by tests/e2e/run.sh.)
 #
-# The runtime does not run on Windows yet: the programs link hpw.dll
-# (tests/win/hpw_trace.c), a small writer of the trace format made for
-# these tests, with the real MSVC hooks (hooks/hp_penter_win64.S). What is
-# tested for real: the hooks (penter_probe checks every register across
-# them; the trace shows its calls), and the tool on PE modules: DWARF in a
+# What runs: the runtime's Windows side (lib/hp_platform_win.c, lib/win/):
+# the writer thread, each thread's exit, the loader's notifications of a
+# DLL loaded and unloaded, the flush at exit and on an access violation;
+# the MSVC hooks (hooks/hp_penter_win64.S) behind hand-written functions
+# hooked as MSVC hooks them (penter_probe; penter_clobber runs them in
+# front of clobber.dll, whose C callees clobber every volatile register).
+# And the tool on PE modules: DWARF in a
 # mingw exe, COFF symbols of a DLL loaded and unloaded at run time, a PDB of
 # a DLL built the MSVC way (clang for the MSVC target, lld-link), Windows
 # paths through the Wine prefix or the working directory, a rebuilt exe.
@@ -32,16 +35,20 @@ else
 	HAVE_MSVC=0
 	command -v clang >/dev/null 2>&1 && command -v lld-link >/dev/null 2>&1 && HAVE_MSVC=1
 	targets="windows"
-	[ $HAVE_MSVC = 1 ] && targets="windows $W/msvcmod.dll"
+	[ $HAVE_MSVC = 1 ] && targets="windows $W/msvcmod.dll $W/msvcgh.dll"
 	# shellcheck disable=SC2086 # the targets are words
 	if make -s -C "$ROOT" $targets BUILD="$BUILD" WIN="$W" >"$T/win-build.log" 2>&1; then
-		ok "make windows: hpw.dll, penter_probe.exe, winprog.exe, winplug.dll built with mingw-w64"
+		ok "make windows: hookprof.dll, hookprof.lib, libhookprof.a and the test programs built with mingw-w64"
 	else
 		nok "make windows" "$(brief "$T/win-build.log")"
 	fi
 	[ $HAVE_MSVC = 1 ] || echo "# clang or lld-link not found: the PDB checks are not run"
 	# The prefix once, before the first program (wine would make it then).
+	# No debugger for a crash (Wine's winedbg by default): the process
+	# ends with the exception's code, as on a Windows without one.
 	wine wineboot --init >"$T/wineboot.log" 2>&1
+	wine reg add 'HKLM\Software\Microsoft\Windows NT\CurrentVersion\AeDebug' /v Debugger /t REG_SZ /d '' /f \
+		>>"$T/wineboot.log" 2>&1
 	wineserver -w 2>/dev/null
 
 	# win_run NAME EXE ARGS...: runs $W/EXE under Wine in a fresh directory,
@@ -55,8 +62,8 @@ else
 		{ (cd "$DIR" && HOOKPROF_OUTPUT=trace.hookprof exec wine "$W/$exe" "$@" >out 2>err); } 2>/dev/null
 		RC=$?
 	}
-	win_checks_run() { # LABEL WANT_STDOUT
-		check "$1: exit status 0" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 0 ]
+	win_checks_run() { # LABEL WANT_STDOUT [WANT_RC]
+		check "$1: exit status ${3:-0}" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = "${3:-0}" ]
 		check "$1: program output" "got '$(brief "$DIR/out")', want '$2'" \
 			[ "$(tr -d '\r' <"$DIR/out")" = "$2" ]
 		check "$1: trace file written" "files: $(ls "$DIR" | tr '\n' ' ')" [ -s "$TRACE" ]
@@ -65,35 +72,106 @@ else
 	# _penter/_pexit: every value survives, and the trace has every call.
 	win_run penter penter_probe.exe
 	win_checks_run "penter_probe (hand-written MSVC /Gh /GH functions)" "penter ok"
+	check "penter_probe: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
+	"$HP" info "$TRACE" >"$DIR/info" 2>&1
+	check "penter_probe: the root stack from a function without unwind data, hooked by _penter" \
+		"$(grep -m1 'root:' "$DIR/info")" grep -q '^    root: probe_sum5 (penter_probe\.exe) <- main (penter_probe\.exe) <- ' "$DIR/info"
 	if report "penter_probe" "$TRACE"; then
 		expect_calls "penter_probe" penter_probe.exe probe_sum5=2 probe_mix=2 probe_half=1 \
 			probe_vsum=3 probe_fib=177 probe_skip=1 probe_noexit=1 probe_inner=3
 		check_times "penter_probe"
 	fi
+	# Behind the hooks, a callee that changes every register C may change;
+	# it records nothing, and counts (probe_noexit has no _pexit).
+	win_run clobber penter_clobber.exe
+	check "penter_clobber: exit status 0" "got $RC; stderr: $(brief "$DIR/err")" [ "$RC" = 0 ]
+	check "penter_clobber: the hooks keep what their C callee clobbers" "got '$(brief "$DIR/out")'" \
+		[ "$(tr -d '\r' <"$DIR/out")" = "penter ok" ]
+	check "penter_clobber: 190 enters and 189 exits reached C" "stderr: $(brief "$DIR/err")" \
+		[ "$(tr -d '\r' <"$DIR/err")" = "clobber: 190 enters, 189 exits" ]
 
 	# A multi-threaded mingw program, a DLL loaded and unloaded, a PDB.
 	args=("$W/winplug.dll")
-	want="winprog done 320 30 0"
+	want="winprog done 320 30 0 0"
 	if [ $HAVE_MSVC = 1 ]; then
-		args+=("$W/msvcmod.dll")
-		want="winprog done 320 30 10"
+		args+=("$W/msvcmod.dll" "$W/msvcgh.dll")
+		want="winprog done 320 30 10 55"
 	fi
 	win_run prog winprog.exe "${args[@]}"
 	win_checks_run "winprog" "$want"
 	PROG_TRACE=$TRACE
 	if report "winprog" "$TRACE"; then
 		expect_calls "winprog: DWARF in the exe" winprog.exe main=1 worker=3 w_step=300 w_leaf=600 \
-			m_compute=10 s_helper=20 call_plugin=$((1 + HAVE_MSVC))
+			m_compute=10 s_helper=20 call_plugin=$((1 + 2 * HAVE_MSVC))
 		expect_calls "winprog: COFF symbols of a DLL unloaded before the end" winplug.dll plug_run=1 plug_leaf=5
 		src=$(field w_leaf winprog.exe 9)
 		check "winprog: w_leaf's source line from DWARF" "source '$src'" \
 			bash -c '[[ $1 =~ winprog\.c:[0-9]+$ ]]' sh "$src"
 		[ $HAVE_MSVC = 1 ] && expect_calls "winprog: a PDB read by llvm-symbolizer" msvcmod.dll msv_run=1 msv_leaf=4
+		[ $HAVE_MSVC = 1 ] && expect_calls "winprog: /Gh /GH code linked by lld-link against hookprof.lib" \
+			msvcgh.dll probe_fib=177
 		check_times "winprog"
 	fi
 	"$HP" info "$TRACE" >"$DIR/info" 2>&1
 	check "winprog: info shows 4 threads, each with its events" "$(brief "$DIR/info")" \
 		[ "$(grep -Ec '^  stream [0-9]+ tid [0-9]+ .* [1-9][0-9]* events' "$DIR/info")" = 4 ]
+	check "winprog: the workers named by hookprof_thread_name, main by the program" "$(brief "$DIR/info")" \
+		all_of [ "$(grep -Ec '^  stream [0-9]+ tid [0-9]+ worker ' "$DIR/info")" = 3 ] -- \
+		grep -Eq '^  stream 0 tid [0-9]+ winprog ' "$DIR/info"
+	check "winprog: nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
+	# Root stacks (STACK records), unwound with each module's .pdata.
+	check "winprog: main's root stack goes through the C runtime's start" "$(grep -m1 'root: main' "$DIR/info")" \
+		grep -q '^    root: main (winprog\.exe) <- __tmainCRTStartup (winprog\.exe) <- mainCRTStartup (winprog\.exe) <- ' "$DIR/info"
+	check "winprog: each worker's root stack starts at BaseThreadInitThunk" "$(grep -m1 'root: worker' "$DIR/info")" \
+		[ "$(grep -c '^    root: worker (winprog\.exe) <- BaseThreadInitThunk (kernel32\.dll) <- ' "$DIR/info")" = 3 ]
+
+	# The runtime linked into the exe (libhookprof.a), no DLL of ours.
+	win_run static winprog_static.exe
+	win_checks_run "winprog_static (libhookprof.a)" "winprog done 320 0 0 0"
+	if report "winprog_static" "$TRACE"; then
+		expect_calls "winprog_static" winprog_static.exe main=1 worker=3 w_step=300 w_leaf=600 \
+			m_compute=10 s_helper=20
+		check_times "winprog_static"
+	fi
+
+	# The runtime built by clang for the same target (native TLS): the
+	# option docs/windows.md gives, checked as the gcc build.
+	if command -v clang >/dev/null 2>&1; then
+		WC=$T/win-clang
+		if make -s -C "$ROOT" "$WC/winprog.exe" "$WC/winplug.dll" BUILD="$BUILD" WIN="$WC" \
+			WIN_RT_CC='clang --target=x86_64-w64-mingw32' >"$T/win-clang-build.log" 2>&1; then
+			saved_w=$W
+			W=$WC
+			win_run clang winprog.exe "$WC/winplug.dll"
+			W=$saved_w
+			win_checks_run "winprog, runtime built by clang" "winprog done 320 30 0 0"
+			if report "winprog, runtime built by clang" "$TRACE"; then
+				expect_calls "winprog, runtime built by clang" winprog.exe main=1 worker=3 w_step=300 \
+					w_leaf=600 m_compute=10 s_helper=20 call_plugin=1
+				expect_calls "winprog, runtime built by clang" winplug.dll plug_run=1 plug_leaf=5
+			fi
+		else
+			nok "make windows WIN_RT_CC='clang --target=x86_64-w64-mingw32'" "$(brief "$T/win-clang-build.log")"
+		fi
+	fi
+
+	# An access violation three instrumented frames deep: the trace is
+	# kept, with the crash, its backtrace and the frames never returned.
+	win_run crash wincrash.exe
+	win_checks_run "wincrash (access violation)" "wincrash start" 5
+	if report "wincrash" "$TRACE"; then
+		expect_calls "wincrash" wincrash.exe main=1 cr_outer=1 cr_inner=1 cr_work=7
+	fi
+	"$HP" report "$TRACE" >"$DIR/table" 2>&1
+	crash_line='# crash: EXCEPTION_ACCESS_VIOLATION (exception 0xc0000005, address 0x0)'
+	check "wincrash: the report says '$crash_line'" "$(grep -m3 'crash' "$DIR/table" | tr '\n' '|')" \
+		grep -qxF -e "$crash_line" "$DIR/table"
+	got=$(awk '$2 ~ /^#[0-9]+$/ { printf "%s ", $4 }' "$DIR/table")
+	check "wincrash: backtrace leaf_av cr_inner cr_outer main" "frames: $got" \
+		bash -c '[[ $1 == "leaf_av cr_inner cr_outer main "* ]]' sh "$got"
+	open_line='# not returned (instrumented frames open at the crash, outermost first): main > cr_outer > cr_inner'
+	check "wincrash: main, cr_outer and cr_inner never returned" "$(grep -m1 'not returned (' "$DIR/table")" \
+		grep -qxF -e "$open_line" "$DIR/table"
 
 	# The trace names the program Z:\...\winprog.exe: every view that names
 	# a program by its base name names it winprog.exe (the report's header
@@ -103,7 +181,7 @@ else
 			all_of grep -aq "$3" "$2" -- bash -c '! grep -aqF "Z:\\" "$1"' sh "$2"
 	}
 	"$HP" report --per-thread "$PROG_TRACE" 2>&1 | grep '^## ' >"$T/win-per-thread"
-	win_names "report --per-thread" "$T/win-per-thread" '^## thread [0-9]* main, process [0-9]* winprog\.exe ('
+	win_names "report --per-thread" "$T/win-per-thread" '^## thread [0-9]* winprog, process [0-9]* winprog\.exe ('
 	"$HP" diff "$PROG_TRACE" "$PROG_TRACE" >"$T/win-diff" 2>&1
 	win_names "diff" "$T/win-diff" '^# old: .*, 1 run of winprog\.exe$'
 	for f in chrome perfetto speedscope callgrind pprof; do
@@ -111,7 +189,7 @@ else
 	done
 	win_names "export chrome" "$T/win-export.chrome" '"process_name","args":{"name":"winprog\.exe"}'
 	win_names "export perfetto" "$T/win-export.perfetto" 'winprog\.exe'
-	win_names "export speedscope" "$T/win-export.speedscope" '"name":"winprog\.exe pid [0-9]* tid [0-9]* main"'
+	win_names "export speedscope" "$T/win-export.speedscope" '"name":"winprog\.exe pid [0-9]* tid [0-9]* winprog"'
 	win_names "export callgrind" "$T/win-export.callgrind" '^cmd: winprog\.exe$'
 	gzip -dc "$T/win-export.pprof" >"$T/win-export.pprof.raw" 2>/dev/null
 	win_names "export pprof" "$T/win-export.pprof.raw" 'winplug\.dll'
@@ -133,13 +211,15 @@ else
 		nok "winprog, no Wine prefix: report works" "$(brief "$T/win-cwd.err")"
 	fi
 
-	# No llvm-symbolizer: the PDB's module is module+0xOFFSET, one warning.
+	# No llvm-symbolizer: the PDBs' modules are module+0xOFFSET, one
+	# warning for each.
 	if [ $HAVE_MSVC = 1 ]; then
 		HOOKPROF_LLVM_SYMBOLIZER=/nonexistent/llvm-symbolizer "$HP" report --format=csv "$PROG_TRACE" \
 			>"$T/win-nosym.csv" 2>"$T/win-nosym.err"
-		check "no llvm-symbolizer: exactly one warning, naming msvcmod.dll and llvm-symbolizer" \
+		check "no llvm-symbolizer: exactly two warnings, naming msvcmod.dll, msvcgh.dll and llvm-symbolizer" \
 			"stderr: $(brief "$T/win-nosym.err")" \
-			all_of [ "$(wc -l <"$T/win-nosym.err")" = 1 ] -- grep -q '^hookprof: warning: .*msvcmod\.dll.*llvm-symbolizer' "$T/win-nosym.err"
+			all_of [ "$(wc -l <"$T/win-nosym.err")" = 2 ] -- grep -q '^hookprof: warning: .*msvcmod\.dll.*llvm-symbolizer' "$T/win-nosym.err" \
+			-- grep -q '^hookprof: warning: .*msvcgh\.dll.*llvm-symbolizer' "$T/win-nosym.err"
 		if csv_to_tsv "$T/win-nosym.csv" >"$T/win-nosym.tsv"; then
 			check "no llvm-symbolizer: msvcmod.dll's rows are msvcmod.dll+0xOFFSET with calls 1 and 4" \
 				"rows: $(grep msvcmod "$T/win-nosym.tsv" | cut -f1,2 | tr '\t\n' '= ')" \
@@ -162,8 +242,8 @@ else
 	# The exe rebuilt after the trace: its CodeView GUID changed, so no
 	# wrong names and one warning.
 	cp "$W/winprog.exe" "$T/winprog.exe.orig"
-	if x86_64-w64-mingw32-gcc -O2 -g -DEXTRA -finstrument-functions -Wl,--build-id -I"$ROOT/tests/win" \
-		-o "$W/winprog.exe" "$ROOT/tests/win/winprog.c" -L"$W" -lhpw >"$T/win-rebuild.log" 2>&1; then
+	if x86_64-w64-mingw32-gcc -O2 -g -DEXTRA -finstrument-functions -Wl,--build-id -I"$ROOT/tests/win" -I"$ROOT/include" \
+		-o "$W/winprog.exe" "$ROOT/tests/win/winprog.c" -L"$W" -lhookprof >"$T/win-rebuild.log" 2>&1; then
 		"$HP" report --format=csv "$PROG_TRACE" >"$T/win-rebuilt.csv" 2>"$T/win-rebuilt.err"
 		check "rebuilt exe: one warning, the build-id mismatch of winprog.exe" "stderr: $(brief "$T/win-rebuilt.err")" \
 			all_of [ "$(wc -l <"$T/win-rebuilt.err")" = 1 ] -- grep -q '^hookprof: warning: .*build-id mismatch.*winprog\.exe' "$T/win-rebuilt.err"
@@ -181,8 +261,8 @@ else
 	mkdir -p "$PACKED/elsewhere"
 	cp "$PROG_TRACE" "$PACKED/trace.hookprof"
 	"$HP" pack "$PACKED/trace.hookprof" >"$T/win-pack.out" 2>"$T/win-pack.err"
-	check "pack: stores winprog.exe, winplug.dll and msvcmod.dll with its PDB" "$(brief "$T/win-pack.err")" \
-		all_of grep -q "symbols of .* kept in .* ($((2 + HAVE_MSVC)) modules," "$T/win-pack.err" -- \
+	check "pack: stores winprog.exe, winplug.dll, msvcmod.dll with its PDB and msvcgh.dll with its" "$(brief "$T/win-pack.err")" \
+		all_of grep -q "symbols of .* kept in .* ($((2 + 2 * HAVE_MSVC)) modules," "$T/win-pack.err" -- \
 		bash -c '[ $1 = 0 ] || grep -q "msvcmod\.dll: the traced file and its PDB" "$2"' sh "$HAVE_MSVC" "$T/win-pack.err"
 	mv "$W" "$W.away"
 	( cd "$PACKED/elsewhere" && env -u WINEPREFIX HOME=/nonexistent "$HP" report --format=csv ../trace.hookprof \
@@ -193,6 +273,7 @@ else
 		expect_calls "packed, the binaries gone" winprog.exe w_leaf=600 main=1
 		expect_calls "packed, the binaries gone" winplug.dll plug_leaf=5
 		[ $HAVE_MSVC = 1 ] && expect_calls "packed, the binaries gone: the PDB from the pack" msvcmod.dll msv_leaf=4
+		[ $HAVE_MSVC = 1 ] && expect_calls "packed, the binaries gone: the PDB from the pack" msvcgh.dll probe_fib=177
 		TSV=$saved_tsv
 	else
 		nok "packed, the binaries gone: report works" "$(brief "$T/win-packed.err") $(brief "$T/win-packed.tsv")"
