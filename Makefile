@@ -188,6 +188,8 @@ $(WIN)/winplug.dll: tests/win/winplug.c $(WIN)/hookprof.dll
 	$(MINGW_CC) -O1 -Wall -finstrument-functions -shared -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
 $(WIN)/wincrash.exe: tests/win/wincrash.c $(WIN)/hookprof.dll
 	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
+$(WIN)/winexit.exe: tests/win/winexit.c $(WIN)/hookprof.dll
+	$(MINGW_CC) $(WIN_CFLAGS) -finstrument-functions -Wl,--build-id -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
 $(WIN)/winbench.exe: tests/win/winbench.c tests/win/hook_bench.h $(WIN)/hookprof.dll
 	$(MINGW_CC) -O2 -g -Wall -finstrument-functions -o $@ $< $(WIN_LDFLAGS) -L$(WIN) -lhookprof
 # Built the MSVC way, with a PDB (clang and lld-link; not part of `windows`).
@@ -205,7 +207,7 @@ $(WIN)/msvcgh.dll: tests/win/probe_fib_asm.S $(WIN)/hookprof.lib
 
 windows: $(WIN)/hookprof.dll $(WIN)/hookprof.lib $(WIN)/libhookprof.a $(WIN)/penter_probe.exe \
 	$(WIN)/penter_clobber.exe $(WIN)/winprog.exe $(WIN)/winprog_static.exe $(WIN)/winplug.dll \
-	$(WIN)/wincrash.exe $(WIN)/winbench.exe
+	$(WIN)/wincrash.exe $(WIN)/winexit.exe $(WIN)/winbench.exe
 
 deps:
 	@scripts/deps.sh

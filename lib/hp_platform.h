@@ -412,6 +412,12 @@ void hp_runtime_on_load(void) HP_HIDDEN;
  * shared library, inside _dl_fini; DLL_PROCESS_DETACH or an atexit handler
  * registered at load). Writes the end of the trace. */
 void hp_runtime_on_exit(void) HP_HIDDEN;
+/* The process ends and every other thread, the writer's too, is already
+ * gone (Windows: ExitProcess without exit() ends them before
+ * DLL_PROCESS_DETACH). Writes the end of the trace on the calling thread,
+ * with bounded waits (a dead thread may hold a lock): 0; or -1, nothing
+ * written, if the writer died inside its work. */
+int hp_runtime_on_exit_alone(void) HP_HIDDEN;
 /* A thread armed with hp_thread_exit_arm exits. */
 void hp_runtime_on_thread_exit(void) HP_HIDDEN;
 /* A fatal event on the calling thread (signal context): records the crash

@@ -13,10 +13,10 @@
  *              runs before mingw's own, so thread-local data is still there
  *   exit       the C runtime's process-wide onexit table (msvcrt's, else
  *              the UCRT's), registered at load: after the program's atexit
- *              handlers, while its threads still run. At DLL_PROCESS_DETACH
- *              they are gone, the writer with them (ExitProcess ends them
- *              first), so only a process that ends without exit() ends
- *              its trace there, and only if no writer thread was running
+ *              handlers, while its threads still run. A process that ends
+ *              without exit() ends its trace at DLL_PROCESS_DETACH, where
+ *              its threads are gone, the writer with them (ExitProcess
+ *              ends them first): the exiting thread takes its place
  *   crashes    an unhandled-exception filter, the one there before called
  *              after it; the stack from RtlVirtualUnwind
  *   modules    lib/win/hp_win_modules.c (a list the loader's notifications
@@ -818,21 +818,21 @@ static void __cdecl crt_atexit_handler(void)
 	run_at_exit();
 }
 
-/* ExitProcess without exit() (or a C runtime whose exit table we could
- * not reach): every other thread is gone. Without a writer thread (ring
- * mode) the end is written as at exit; the writer itself may have died
- * holding its lock, so with one the trace keeps what it wrote. */
+/* ExitProcess without exit() (an MSVC program with the static C runtime,
+ * or a C runtime whose exit table we could not reach): every other thread
+ * is gone, the writer's too. Its place is taken, unless it died inside its
+ * work: then the trace keeps what it wrote. */
 static void ended_without_exit(void)
 {
-	if (__atomic_load_n(&exit_done, __ATOMIC_ACQUIRE))
+	if (__atomic_exchange_n(&exit_done, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (writer && WaitForSingleObject(writer, 0) == WAIT_OBJECT_0) {
-		__atomic_store_n(&exit_done, 1, __ATOMIC_RELEASE);
-		hp_warn("the process ended without exit(), its writer thread with it: the trace "
-			"has no end record, and the events of the last 50 ms may be missing");
+	if (!writer || WaitForSingleObject(writer, 0) != WAIT_OBJECT_0) {
+		hp_runtime_on_exit();
 		return;
 	}
-	run_at_exit();
+	if (hp_runtime_on_exit_alone())
+		hp_warn("the process ended without exit() while the writer thread was at work: "
+			"the trace has no end record, and the events of the last 50 ms may be missing");
 }
 
 /* The C runtime's table of the whole process, which exit() runs first

@@ -504,6 +504,16 @@ void hp_runtime_on_exit(void)
 	finish(0);
 }
 
+/* As a fatal event's flush, with bounded waits, but no crash: the threads
+ * that could hold a lock are gone, not stopped. */
+int hp_runtime_on_exit_alone(void)
+{
+	if (hp_writer_orphaned())
+		return -1;
+	finish(1);
+	return 0;
+}
+
 /* A traced thread exits: its last chunk is published (and written, when
  * there is no writer thread). */
 void hp_runtime_on_thread_exit(void)

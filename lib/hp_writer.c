@@ -23,6 +23,8 @@
  * calibration than that. */
 #define FIRST_HOUSEKEEPING_NS 1000000ull
 #define SIGNAL_WAIT_MS 2000
+/* A lock a dead writer held is never freed: a short wait tells. */
+#define ORPHAN_WAIT_MS 100
 #define FORK_LOCK_WAIT_MS 2000
 #define START_WAIT_MS 2000
 
@@ -545,6 +547,17 @@ void hp_writer_start(void)
 	} else {
 		wait_until_started();
 	}
+}
+
+int hp_writer_orphaned(void)
+{
+	if (!hp_writer_threaded())
+		return 0;
+	if (hp_mutex_lock_bounded(&writer_lock, 1, ORPHAN_WAIT_MS) < 0)
+		return -1;
+	__atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
+	hp_mutex_unlock(&writer_lock);
+	return 0;
 }
 
 int hp_writer_stop(int in_signal)

@@ -173,6 +173,17 @@ else
 	check "wincrash: main, cr_outer and cr_inner never returned" "$(grep -m1 'not returned (' "$DIR/table")" \
 		grep -qxF -e "$open_line" "$DIR/table"
 
+	# ExitProcess, not exit(): the writer thread is gone before the runtime
+	# hears of it; the trace is whole all the same, in both modes.
+	for mode in stream ring; do
+		HOOKPROF_MODE=$mode win_run "exit-$mode" winexit.exe
+		win_checks_run "winexit ($mode mode, ExitProcess)" "winexit 2000 700" 7
+		check "winexit ($mode mode): nothing on stderr" "stderr: $(brief "$DIR/err")" [ ! -s "$DIR/err" ]
+		if report "winexit ($mode mode)" "$TRACE"; then
+			expect_calls "winexit ($mode mode)" winexit.exe main=1 ex_work=2000 ex_worker=1 ex_thread_work=700
+		fi
+	done
+
 	# The trace names the program Z:\...\winprog.exe: every view that names
 	# a program by its base name names it winprog.exe (the report's header
 	# and info give the whole path, as of a Linux program).
