@@ -393,7 +393,7 @@ int hp_filter_init(const struct hp_config *cfg, char *err, size_t errlen)
 	rc |= compile_list(&includes, "HOOKPROF_INCLUDE", cfg->include, err, errlen);
 	depth_max = cfg->depth;
 	if (excludes.n || includes.n) {
-				demangler = hp_find_demangler();
+		demangler = hp_find_demangler();
 		hp_mutex_lock(&build_lock);
 		build();
 		hp_mutex_unlock(&build_lock);
@@ -407,6 +407,11 @@ int hp_filter_init(const struct hp_config *cfg, char *err, size_t errlen)
 	}
 	hp_filter_on = excludes.n || includes.n || depth_max;
 	return rc;
+}
+
+int hp_filter_by_name(void)
+{
+	return excludes.n || includes.n;
 }
 
 void hp_filter_off(void)

@@ -132,6 +132,11 @@ for setting in "HOOKPROF_EXCLUDE=x(:HOOKPROF_EXCLUDE: 'x(' is not a regular expr
 		# shellcheck disable=SC2086
 		expect_calls "$l" "" $FLT_ALL
 	fi
+	case $var in HOOKPROF_EXCLUDE=* | HOOKPROF_INCLUDE=*)
+		"$HP" report "$TRACE" >"$DIR/table" 2>&1
+		check "$l: the report names no filter (none was applied)" "$(grep -m1 'recorded with filters' "$DIR/table")" \
+			bash -c '! grep -q "recorded with filters" "$1"' sh "$DIR/table" ;;
+	esac
 done
 
 # C++: the names as the report prints them, demangled by the runtime.
