@@ -208,8 +208,8 @@ static inline uint64_t top_of(const uint64_t *addr_of, const uint32_t *stack, si
 }
 
 /*
- * The loop keeps the stream's depth, stack, the dictionary's addresses and
- * the top frame's address in locals: every store through the uint8_t
+ * The loop keeps the stream's depth, stack and its size, the dictionary's
+ * addresses and the top frame's address in locals: every store through the uint8_t
  * output pointer may alias a struct field, so fields would be reloaded per
  * event. They go back to *s around the out-of-line cases. The top's
  * address is loaded when the frame below becomes the top, not when the
@@ -226,6 +226,7 @@ static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
 	uint64_t last = s->last_tick;
 	size_t depth = s->depth;
 	uint32_t *stack = s->stack;
+	size_t cap = s->cap;
 	const uint64_t *addr_of = d->addr_of; /* again after a lookup: it may grow */
 	uint64_t top = top_of(addr_of, stack, depth);
 	uint64_t last_addr = HP_RAW_EXIT; /* no function's: the first enter looks up */
@@ -268,11 +269,12 @@ static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
 			addr_of = d->addr_of;
 		}
 		p = put_enter(p, last_index, delta);
-		if (unlikely(depth == s->cap)) {
+		if (unlikely(depth == cap)) {
 			s->depth = depth;
 			if (stack_grow(s) < 0)
 				return -1;
 			stack = s->stack;
+			cap = s->cap;
 		}
 		stack[depth++] = last_index;
 		top = addr;

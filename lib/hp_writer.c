@@ -378,6 +378,25 @@ void hp_writer_drain(struct hp_thread *t)
 	hp_mutex_unlock(&writer_lock);
 }
 
+/*
+ * With more busy threads than cores (8 on 2), the writer gets a thread's
+ * share of the CPU, about 1/9 of it, while it needs most of a core: the
+ * owners filled their rings and slept on them, ten thousand context
+ * switches a run and a quarter of the CPU idle. An owner whose ring is
+ * full does the work itself instead, on its own core, whose cache still
+ * holds the events. Trylock: a writer at work frees a chunk soon anyway.
+ */
+int hp_writer_help(struct hp_thread *t)
+{
+	if (pthread_mutex_trylock(&writer_lock))
+		return 0;
+	int worked = 0;
+	if (!hp_buffer_finished())
+		drain_locked(t, &worked);
+	pthread_mutex_unlock(&writer_lock);
+	return worked;
+}
+
 static int drain_all_locked(void)
 {
 	int worked = 0;

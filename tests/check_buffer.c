@@ -646,7 +646,10 @@ END_TEST
  * hp_threads) and idles. The test's consumer is slow on purpose: it takes
  * a chunk only when the ring is full (or the owner is done), and then
  * first waits until the owner shows `waiting` - which it must, since it
- * cannot go on until a chunk is released. No timing is involved.
+ * cannot go on until a chunk is released. No timing is involved. The
+ * consumer holds the writer's lock throughout, as the writer at work does:
+ * an owner encodes its full ring itself only when the lock is free
+ * (hp_writer_help; check_writer tests that side).
  */
 struct full_ring_case {
 	uint32_t nchunks;
@@ -654,12 +657,15 @@ struct full_ring_case {
 	uint64_t events;
 };
 
-static uint32_t owner_done;
+static uint32_t owner_done, consumer_locked;
 
 static void *consume_when_full(void *arg)
 {
 	struct hp_thread *t = arg;
 	struct ring_result *r = &shared->ring;
+	if (hp_writer_lock_for_fork())
+		return NULL; /* the counts then fail the test */
+	__atomic_store_n(&consumer_locked, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		/* done first: once it is set, the last head is visible */
 		int done = __atomic_load_n(&owner_done, __ATOMIC_ACQUIRE);
@@ -672,6 +678,7 @@ static void *consume_when_full(void *arg)
 			sched_yield();
 			continue;
 		} else if (head == t->tail) {
+			hp_writer_unlock_after_fork();
 			return NULL;
 		}
 		const struct hp_raw *ev;
@@ -704,6 +711,8 @@ static int child_full_ring(void *arg)
 	hand_own(t);
 	pthread_t th;
 	TK_CHILD_EQ(pthread_create(&th, NULL, consume_when_full, t), 0);
+	while (!__atomic_load_n(&consumer_locked, __ATOMIC_ACQUIRE))
+		sched_yield();
 	record_range(0, fc->events);
 	hp_buffer_publish_self();
 	__atomic_store_n(&owner_done, 1, __ATOMIC_RELEASE);

@@ -905,6 +905,43 @@ START_TEST(test_writer_thread_consumes)
 }
 END_TEST
 
+static int child_owner_helps(void *arg)
+{
+	(void)arg;
+	CHILD_DO(writer_open(HP_MODE_STREAM));
+	struct hp_thread *t = hand_thread(0, FAKE_TID, "helps");
+	TK_CHILD_TRUE(t != NULL);
+	for (uint64_t c = 0; c < 4; c++)
+		publish(t, c * CHUNK, CHUNK);
+	/* the ring is full; the writer at work (its lock held): wait */
+	TK_CHILD_EQ(hp_writer_lock_for_fork(), 0);
+	TK_CHILD_EQ(hp_writer_help(t), 0);
+	hp_writer_unlock_after_fork();
+	TK_CHILD_EQ(t->tail, 0);
+	/* the writer idle: the owner encodes its four chunks itself */
+	TK_CHILD_EQ(hp_writer_help(t), 1);
+	TK_CHILD_EQ(t->tail, 4);
+	TK_CHILD_EQ(hp_writer_help(t), 0); /* nothing left to free */
+	publish(t, 4 * CHUNK, 10);
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_full_ring_owner_helps)
+{
+	/* what the owner encoded is the same stream the writer would have
+	 * written: one EVENTS record per chunk, in order, then the rest */
+	run_ok(child_owner_helps, NULL);
+	read_records();
+	ck_assert_str_eq(summary(ALL), "T0 E0:4096 E0:4096 E0:4096 E0:4096 E0:10 T0 END:16394/0/1");
+	check_end_totals();
+	struct expect x;
+	analyze_pattern(&x);
+	ck_assert_uint_eq(x.next[0], 4 * CHUNK + 10);
+	ck_assert_uint_eq(x.resets, 0);
+}
+END_TEST
+
 static int child_write_fails(void *arg)
 {
 	(void)arg;
@@ -950,6 +987,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(limits, test_frame_open_across_records);
 	tcase_add_test(limits, test_streams_have_separate_state);
 	tcase_add_test(limits, test_writer_thread_consumes);
+	tcase_add_test(limits, test_full_ring_owner_helps);
 	tcase_add_test(limits, test_finish_reports_write_failure);
 	suite_add_tcase(s, limits);
 	return s;

@@ -2,9 +2,11 @@
  * with a small buffer (HOOKPROF_BUFFER=128K) in stream mode. bs_worker (a
  * thread) calls bs_work without end, so its buffer is soon full and it
  * waits for hookprof's writer thread. To be sure it waits, the writer is
- * held back: this program's pthread_mutex_lock (which libhookprof, linked,
- * calls instead of the C library's) makes the thread named
- * "hookprof-writer" wait while `hold` is set.
+ * held back at work: this program's pthread_mutex_lock (which
+ * libhookprof, linked, calls instead of the C library's) makes the thread
+ * named "hookprof-writer" wait while `hold` is set, holding the lock it
+ * just took (its first is the writer's lock: an owner whose ring is full
+ * encodes it itself only while that lock is free).
  * main calls bs_setup 10 times, starts the worker and waits in bs_watch
  * (called once) until the worker sleeps (state S in /proc: it only ever
  * sleeps waiting for the writer; after 2000 looks 1 ms apart it goes on
@@ -36,12 +38,13 @@ __attribute__((no_instrument_function)) int pthread_mutex_lock(pthread_mutex_t *
 		next = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_mutex_lock");
 		__atomic_store_n(&real, next, __ATOMIC_RELAXED);
 	}
+	int rc = next(m);
 	char name[16] = "";
 	if (__atomic_load_n(&hold, __ATOMIC_RELAXED) && prctl(PR_GET_NAME, name) == 0 &&
 	    !strcmp(name, "hookprof-writer"))
 		while (__atomic_load_n(&hold, __ATOMIC_RELAXED))
 			usleep(1000);
-	return next(m);
+	return rc;
 }
 
 __attribute__((noinline)) void bs_setup(int i)
