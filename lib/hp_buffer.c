@@ -259,7 +259,7 @@ static void make_room(struct hp_thread *t)
 			hp_buffer_client.drain(t);
 		else if (must_stop())
 			stop_in_chunk_work(); /* not worth a free chunk any more */
-		else if (!hp_writer_help(t))
+		else if (!hp_buffer_client.help(t))
 			wait_for_consumer(t, tail);
 	}
 }

@@ -125,6 +125,9 @@ struct hp_buffer_client {
 	int (*threaded)(void);
 	/* No consumer thread: encode t's published chunks on this thread. */
 	void (*drain)(struct hp_thread *t);
+	/* The owner's ring is full (stream mode): encode its published chunks
+	 * on this thread if the consumer is not at work; 1 if that freed any. */
+	int (*help)(struct hp_thread *t);
 	/* An event lost outside any thread's stream (HP_LOST_*). */
 	void (*count_lost)(int reason);
 	/* The runtime has not started: the next event starts it. */

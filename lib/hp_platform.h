@@ -173,6 +173,8 @@ void hp_thread_exit_arm(void) HP_HIDDEN;
  * HP_MUTEX_INITIALIZER). Lock order: docs/design.md, "Locks". */
 void hp_mutex_lock(hp_mutex_t *m) HP_HIDDEN;
 void hp_mutex_unlock(hp_mutex_t *m) HP_HIDDEN;
+/* Takes it only if it is free: 0, else -1 at once. */
+int hp_mutex_trylock(hp_mutex_t *m) HP_HIDDEN;
 /* hp_mutex_lock, but in signal context (in_signal) the holder may be the
  * very code the signal interrupted: try for at most timeout_ms, then -1
  * (never blocks for ever). Not in_signal: hp_mutex_lock, 0. */

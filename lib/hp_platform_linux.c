@@ -189,6 +189,7 @@ void hp_thread_exit_arm(void)
 
 void hp_mutex_lock(hp_mutex_t *m) { pthread_mutex_lock(m); }
 void hp_mutex_unlock(hp_mutex_t *m) { pthread_mutex_unlock(m); }
+int hp_mutex_trylock(hp_mutex_t *m) { return pthread_mutex_trylock(m) ? -1 : 0; }
 void hp_mutex_reinit(hp_mutex_t *m) { pthread_mutex_init(m, NULL); }
 
 int hp_mutex_lock_bounded(hp_mutex_t *m, int in_signal, int timeout_ms)
@@ -196,7 +197,7 @@ int hp_mutex_lock_bounded(hp_mutex_t *m, int in_signal, int timeout_ms)
 	if (!in_signal)
 		return pthread_mutex_lock(m);
 	for (int i = 0; i < timeout_ms; i++) {
-		if (!pthread_mutex_trylock(m))
+		if (!hp_mutex_trylock(m))
 			return 0;
 		hp_sleep_us(1000);
 	}

@@ -271,6 +271,7 @@ void hp_thread_exit_arm(void)
 
 void hp_mutex_lock(hp_mutex_t *m) { AcquireSRWLockExclusive((SRWLOCK *)m); }
 void hp_mutex_unlock(hp_mutex_t *m) { ReleaseSRWLockExclusive((SRWLOCK *)m); }
+int hp_mutex_trylock(hp_mutex_t *m) { return TryAcquireSRWLockExclusive((SRWLOCK *)m) ? 0 : -1; }
 void hp_mutex_reinit(hp_mutex_t *m) { InitializeSRWLock((SRWLOCK *)m); }
 
 /* An exception filter runs on the faulting thread, which may hold the lock
@@ -282,7 +283,7 @@ int hp_mutex_lock_bounded(hp_mutex_t *m, int in_signal, int timeout_ms)
 		return 0;
 	}
 	for (int i = 0; i < timeout_ms; i++) {
-		if (TryAcquireSRWLockExclusive((SRWLOCK *)m))
+		if (!hp_mutex_trylock(m))
 			return 0;
 		Sleep(1);
 	}

@@ -580,6 +580,7 @@ const struct hp_buffer_client hp_buffer_client = {
 	.notify = hp_writer_notify,
 	.threaded = hp_writer_threaded,
 	.drain = hp_writer_drain,
+	.help = hp_writer_help,
 	.count_lost = hp_runtime_count_lost,
 	.not_started = hp_runtime_new,
 	.ready = hp_runtime_ready,

@@ -388,12 +388,12 @@ void hp_writer_drain(struct hp_thread *t)
  */
 int hp_writer_help(struct hp_thread *t)
 {
-	if (pthread_mutex_trylock(&writer_lock))
+	if (hp_mutex_trylock(&writer_lock))
 		return 0;
 	int worked = 0;
 	if (!hp_buffer_finished())
 		drain_locked(t, &worked);
-	pthread_mutex_unlock(&writer_lock);
+	hp_mutex_unlock(&writer_lock);
 	return worked;
 }
 
