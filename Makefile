@@ -128,11 +128,12 @@ MINGW_CC ?= x86_64-w64-mingw32-gcc
 MINGW_AR ?= x86_64-w64-mingw32-ar
 MINGW_DLLTOOL ?= x86_64-w64-mingw32-dlltool
 WIN ?= $(BUILD)/win
-# The runtime's compiler. mingw-w64's gcc emulates __thread (a call into
-# libgcc, and three into kernel32, for each access: one per hook); clang
-# for the same target has native TLS, and the hooks cost less
-# (docs/windows.md): make windows WIN_RT_CC='clang --target=x86_64-w64-mingw32'.
-WIN_RT_CC ?= $(MINGW_CC)
+# The runtime's compiler: clang for the mingw-w64 target when there is one
+# (scripts/deps.sh installs it), as its __thread is native TLS; mingw-w64's
+# gcc emulates it (a call into libgcc, and three into kernel32, for each
+# access: one per hook), and its hooks cost nearly twice as much
+# (docs/windows.md). make windows WIN_RT_CC=x86_64-w64-mingw32-gcc takes gcc.
+WIN_RT_CC ?= $(if $(shell command -v clang 2>/dev/null),clang --target=x86_64-w64-mingw32,$(MINGW_CC))
 # mingw's own printf family: the runtime's messages use %zu and %llu.
 # clang knows neither gnu_printf nor -fno-instrument-functions (its default).
 WIN_RT_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Wshadow -MMD -MP -D__USE_MINGW_ANSI_STDIO=1 -Ilib \
