@@ -200,7 +200,7 @@ static int add_module(const struct hp_loaded_module *m, void *arg)
 	if (!m->has_file)
 		return 0;
 	if (grow((void **)&g->mods, &g->capmods, g->nmods, sizeof(*g->mods)) ||
-	    !(g->mods[g->nmods].path = strdup(m->path))) {
+	    !(g->mods[g->nmods].path = strdup(m->open_path ? m->open_path : m->path))) {
 		g->failed = 1;
 		return 1;
 	}

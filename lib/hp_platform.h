@@ -289,6 +289,10 @@ struct hp_loaded_module {
 	uint32_t nseg;         /* at most HP_MODULE_SEGMENTS_MAX */
 	const struct hp_loaded_segment *seg;
 	int has_file;          /* path names a file (not the vDSO's pseudo name) */
+	/* A name that opens this very file now, or NULL for path: Linux's
+	 * main program is /proc/self/exe, which a replaced or deleted file
+	 * (path "... (deleted)") keeps readable. For reading its symbols. */
+	const char *open_path;
 };
 
 /* Calls fn for each loaded module, while holding the loader's lock

@@ -407,9 +407,12 @@ static int each_module(struct dl_phdr_info *info, size_t size, void *arg)
 		size_t n = hp_exe_path(exe, sizeof(exe) - 1);
 		exe[n] = 0;
 		m.path = exe;
+		m.open_path = "/proc/self/exe";
+		m.has_file = 1;
+	} else {
+		/* The vDSO's name is no path. */
+		m.has_file = strchr(m.path, '/') != NULL;
 	}
-	/* The vDSO's name is no path. */
-	m.has_file = strchr(m.path, '/') != NULL;
 	return e->fn(&m, e->arg);
 }
 
