@@ -90,13 +90,20 @@ static __attribute__((noinline)) struct frames *grow_frames(struct frames *old)
 	return fr;
 }
 
+/* The thread's frames were freed at its exit (free_frames); hooked code
+ * that runs after (mingw's later TLS callbacks) records nothing. */
+#define FRAMES_GONE ((struct frames *)1)
+
 void hp_win_enter(uint64_t fn, uint64_t ret, uint64_t sp)
 {
 	struct frames *fr = thread_frames();
-	if (likely(fr != NULL))
-		while (fr->depth && fr->f[fr->depth - 1].sp <= sp)
-			fr->depth--;
-	if (unlikely(!fr || fr->depth == fr->cap) && !(fr = grow_frames(fr)))
+	if (unlikely((uintptr_t)fr <= (uintptr_t)FRAMES_GONE)) {
+		if (fr == FRAMES_GONE || !(fr = grow_frames(NULL)))
+			return;
+	}
+	while (fr->depth && fr->f[fr->depth - 1].sp <= sp)
+		fr->depth--;
+	if (unlikely(fr->depth == fr->cap) && !(fr = grow_frames(fr)))
 		return;
 	fr->f[fr->depth++] = (struct frame){ fn, sp };
 	hp_buffer_record(fn, ret);
@@ -108,7 +115,7 @@ void hp_win_enter(uint64_t fn, uint64_t ret, uint64_t sp)
 void hp_win_exit(uint64_t ret, uint64_t sp)
 {
 	struct frames *fr = thread_frames();
-	uint32_t i = fr ? fr->depth : 0;
+	uint32_t i = (uintptr_t)fr > (uintptr_t)FRAMES_GONE ? fr->depth : 0;
 	while (i && fr->f[i - 1].sp != sp)
 		i--;
 	if (!i)
@@ -126,10 +133,9 @@ static void NTAPI free_frames(void *image, DWORD reason, void *reserved)
 		return;
 	DWORD err = GetLastError();
 	struct frames *fr = TlsGetValue(slot);
-	if (fr) {
-		TlsSetValue(slot, NULL);
+	TlsSetValue(slot, FRAMES_GONE);
+	if ((uintptr_t)fr > (uintptr_t)FRAMES_GONE)
 		hp_pages_free(fr, fr->bytes);
-	}
 	SetLastError(err);
 }
 
