@@ -353,12 +353,14 @@ static struct hp_thread *first_thread(void)
 	return __atomic_load_n(&hp_threads, __ATOMIC_ACQUIRE);
 }
 
-/* Under writer_lock. After the final flush nothing more is written. */
-static void drain_unless_finished(struct hp_thread *t)
+/* Under writer_lock. After the final flush nothing more is written.
+ * 1 if a chunk was freed. */
+static int drain_unless_finished(struct hp_thread *t)
 {
 	int worked = 0;
 	if (!hp_buffer_finished())
 		drain_locked(t, &worked);
+	return worked;
 }
 
 void hp_writer_retire_and_drain(void)
@@ -388,12 +390,17 @@ void hp_writer_drain(struct hp_thread *t)
  */
 int hp_writer_help(struct hp_thread *t)
 {
-	if (hp_mutex_trylock(&writer_lock))
-		return 0;
+	/* The chunk switch may run with signals on (a handler took the last
+	 * free chunk during a fast switch): none may come while we hold the
+	 * lock, or a fatal one's flush would wait for it in vain. */
+	hp_sigmask_t saved;
+	hp_signals_hold(&saved);
 	int worked = 0;
-	if (!hp_buffer_finished())
-		drain_locked(t, &worked);
-	hp_mutex_unlock(&writer_lock);
+	if (!hp_mutex_trylock(&writer_lock)) {
+		worked = drain_unless_finished(t);
+		hp_mutex_unlock(&writer_lock);
+	}
+	hp_signals_release(&saved);
 	return worked;
 }
 
@@ -592,10 +599,14 @@ int hp_writer_stop(int in_signal)
 	return 0;
 }
 
-
+/* Its name now; one that exited while its last chunks were being written
+ * has its name at exit, and the OS knows it no more. */
 static void live_thread_name(const struct hp_thread *t, char *name, size_t len)
 {
-	if (hp_thread_name_of(t->tid, name, len))
+	int exited = __atomic_load_n(&t->exited, __ATOMIC_ACQUIRE);
+	if (exited)
+		snprintf(name, len, "%s", t->exit_name);
+	else if (hp_thread_name_of(t->tid, name, len))
 		snprintf(name, len, "%s", t->name);
 }
 
