@@ -422,7 +422,7 @@ void hp_runtime_on_exit(void) HP_HIDDEN;
  * gone (Windows: ExitProcess without exit() ends them before
  * DLL_PROCESS_DETACH). Writes the end of the trace on the calling thread,
  * with bounded waits (a dead thread may hold a lock): 0; or -1, nothing
- * written, if the writer died inside its work. */
+ * written, if a thread died holding the writer's lock. */
 int hp_runtime_on_exit_alone(void) HP_HIDDEN;
 /* A thread armed with hp_thread_exit_arm exits. */
 void hp_runtime_on_thread_exit(void) HP_HIDDEN;

@@ -199,9 +199,6 @@ static DWORD WINAPI thread_main(void *unused)
 	return 0;
 }
 
-/* The writer, kept to tell at DLL_PROCESS_DETACH whether it is gone. */
-static HANDLE writer;
-
 /* Only the writer thread is started, one at a time. */
 int hp_thread_start(void (*fn)(void *arg), void *arg, const char *name)
 {
@@ -213,9 +210,7 @@ int hp_thread_start(void (*fn)(void *arg), void *arg, const char *name)
 	wchar_t wname[16];
 	if (set_description && to_utf16(name, wname, 16) == 0)
 		set_description(h, wname);
-	if (writer)
-		CloseHandle(writer);
-	writer = h;
+	CloseHandle(h);
 	return 0;
 }
 
@@ -821,18 +816,15 @@ static void __cdecl crt_atexit_handler(void)
 
 /* ExitProcess without exit() (an MSVC program with the static C runtime,
  * or a C runtime whose exit table we could not reach): every other thread
- * is gone, the writer's too. Its place is taken, unless it died inside its
- * work: then the trace keeps what it wrote. */
+ * is gone, the writer's too, and any of them may have died holding a lock
+ * of ours: the end is written with bounded waits, in the writer's place.
+ * Only if a thread died holding the writer's lock is nothing more written. */
 static void ended_without_exit(void)
 {
 	if (__atomic_exchange_n(&exit_done, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (!writer || WaitForSingleObject(writer, 0) != WAIT_OBJECT_0) {
-		hp_runtime_on_exit();
-		return;
-	}
 	if (hp_runtime_on_exit_alone())
-		hp_warn("the process ended without exit() while the writer thread was at work: "
+		hp_warn("the process ended without exit() while a thread held the writer's lock: "
 			"the trace has no end record, and the events of the last 50 ms may be missing");
 }
 

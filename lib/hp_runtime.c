@@ -475,10 +475,14 @@ int hp_runtime_ready(void)
 	if (likely(s == STATE_TRACING))
 		return 1;
 	if (s == STATE_NEW) {
+		/* As with every lock of ours (docs/design.md, "Locks"). */
+		hp_sigmask_t saved;
+		hp_signals_hold(&saved);
 		hp_mutex_lock(&init_lock);
 		if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW)
 			runtime_init();
 		hp_mutex_unlock(&init_lock);
+		hp_signals_release(&saved);
 		s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
 	}
 	return s == STATE_TRACING;
@@ -498,13 +502,18 @@ void hp_runtime_on_load(void)
  * built without -finstrument-functions). Said once per tree: by the
  * process that loaded us, not by its forked copies nor by the programs a
  * traced process runs. */
-void hp_runtime_on_exit(void)
+static void warn_if_nothing_ran(void)
 {
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_NEW && hp_getpid() == loaded_pid &&
 	    !hp_parent_has_runtime())
 		hp_warn("no instrumented function ran in %s (pid %u): no trace written "
 			"(was it built with -finstrument-functions?)",
 			hp_program_name(), loaded_pid);
+}
+
+void hp_runtime_on_exit(void)
+{
+	warn_if_nothing_ran();
 	finish(0);
 }
 
@@ -514,6 +523,7 @@ int hp_runtime_on_exit_alone(void)
 {
 	if (hp_writer_orphaned())
 		return -1;
+	warn_if_nothing_ran();
 	finish(1);
 	return 0;
 }

@@ -42,10 +42,11 @@ void hp_writer_drain(struct hp_thread *t) HP_HIDDEN;
 int hp_writer_help(struct hp_thread *t) HP_HIDDEN;
 /* Encodes every thread's published chunks and writes them out now. */
 int hp_writer_flush_all(void) HP_HIDDEN; /* 0, or -1 if not written */
-/* The writer thread was ended from outside (hp_runtime_on_exit_alone).
- * Everything it shares it changes under writer_lock, so if it died without
- * the lock what it left is whole, and the calling thread takes its place:
- * 0. -1 if the lock stays taken. */
+/* Every other thread, the writer's too, was ended from outside
+ * (hp_runtime_on_exit_alone). What they share they changed under
+ * writer_lock, so unless one died holding it what they left is whole, and
+ * the calling thread takes the writer's place: 0. -1 if the lock stays
+ * taken. */
 int hp_writer_orphaned(void) HP_HIDDEN;
 /* Stops the writer thread; -1 if it did not stop in time (in_signal only). */
 int hp_writer_stop(int in_signal) HP_HIDDEN;
