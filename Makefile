@@ -133,23 +133,27 @@ WIN ?= $(BUILD)/win
 # gcc emulates it (a call into libgcc, and three into kernel32, for each
 # access: one per hook), and its hooks cost nearly twice as much
 # (docs/windows.md). make windows WIN_RT_CC=x86_64-w64-mingw32-gcc takes gcc.
-WIN_RT_CC ?= $(if $(shell command -v clang 2>/dev/null),clang --target=x86_64-w64-mingw32,$(MINGW_CC))
+ifeq ($(origin WIN_RT_CC),undefined)
+WIN_RT_CC := $(if $(shell command -v clang 2>/dev/null),clang --target=x86_64-w64-mingw32,$(MINGW_CC))
+endif
+# Objects of each compiler apart: their TLS does not mix in one DLL.
+WIN_OBJ := $(WIN)/obj-$(notdir $(firstword $(WIN_RT_CC)))
 # mingw's own printf family: the runtime's messages use %zu and %llu.
 # clang knows neither gnu_printf nor -fno-instrument-functions (its default).
 WIN_RT_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Wshadow -MMD -MP -D__USE_MINGW_ANSI_STDIO=1 -Ilib \
 	$(if $(findstring clang,$(WIN_RT_CC)),-Wno-ignored-attributes -Wno-dll-attribute-on-redeclaration,-fno-instrument-functions)
 WIN_RT_SRC := $(LIB_PORTABLE) lib/hp_platform_win.c $(wildcard lib/win/*.c) hooks/hp_cyg_profile.c
-WIN_RT_OBJ := $(WIN_RT_SRC:%.c=$(WIN)/obj/%.o) $(WIN)/obj/hooks/hp_penter_win64.o
+WIN_RT_OBJ := $(WIN_RT_SRC:%.c=$(WIN_OBJ)/%.o) $(WIN_OBJ)/hooks/hp_penter_win64.o
 # WaitOnAddress, NtQueryInformationProcess; no libgcc DLL to ship beside
 # the programs.
 WIN_RT_LIBS := -lsynchronization -lntdll -static-libgcc
 WIN_CFLAGS := -O1 -g -Wall -Wextra -Itests/win -Iinclude
 WIN_LDFLAGS := -static-libgcc
 
-$(WIN)/obj/%.o: %.c
+$(WIN_OBJ)/%.o: %.c
 	@mkdir -p $(@D)
 	$(WIN_RT_CC) $(WIN_RT_CFLAGS) -c $< -o $@
-$(WIN)/obj/hooks/hp_penter_win64.o: hooks/hp_penter_win64.S
+$(WIN_OBJ)/hooks/hp_penter_win64.o: hooks/hp_penter_win64.S
 	@mkdir -p $(@D)
 	$(MINGW_CC) -c $< -o $@
 
