@@ -881,7 +881,7 @@ END_TEST
 
 struct found_exe {
 	char exe[4096];
-	int found, vdso, has_id, covers_code;
+	int found, vdso, has_id, covers_code, opens_by_proc, others_open_by_path;
 	uint64_t code;
 };
 
@@ -890,9 +890,13 @@ static int note_module(const struct hp_loaded_module *m, void *arg)
 	struct found_exe *f = arg;
 	if (!m->has_file)
 		f->vdso = 1;
-	if (strcmp(m->path, f->exe))
+	if (strcmp(m->path, f->exe)) {
+		f->others_open_by_path += !m->open_path;
 		return 0;
+	}
 	f->found++;
+	/* the file itself, even once replaced or deleted */
+	f->opens_by_proc = m->open_path && !strcmp(m->open_path, "/proc/self/exe");
 	f->has_id = m->build_id_len > 0 && m->build_id_len <= 64;
 	for (uint32_t i = 0; i < m->nseg; i++)
 		if ((m->seg[i].flags & HP_SEGMENT_X) && f->code >= m->seg[i].start &&
@@ -912,6 +916,8 @@ START_TEST(test_modules_each_finds_the_executable)
 	ck_assert_int_eq(f.found, 1);
 	ck_assert(f.has_id);
 	ck_assert(f.covers_code);
+	ck_assert(f.opens_by_proc);
+	ck_assert_int_gt(f.others_open_by_path, 0);
 	/* the vDSO is listed, as no file */
 	ck_assert(f.vdso);
 }
