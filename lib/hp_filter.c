@@ -27,6 +27,10 @@ int hp_filter_on;
 struct regex_list {
 	void *re[REGEX_MAX]; /* hp_regex_compile's */
 	size_t n;
+	/* Their texts, comma-separated as in the variable: what the FILTER
+	 * record names. Never freed (the configuration points to it). */
+	char *applied;
+	size_t applied_len;
 };
 
 static struct regex_list excludes, includes;
@@ -92,6 +96,18 @@ static size_t next_regex(const char *s, const char **next)
 	return i;
 }
 
+/* Appends the pattern at s (len bytes) of list to l's applied text. */
+static void note_applied(struct regex_list *l, const char *list, const char *s, size_t len)
+{
+	if (!l->applied && !(l->applied = hp_pages_alloc(strlen(list) + 1)))
+		return;
+	if (l->applied_len)
+		l->applied[l->applied_len++] = ',';
+	memcpy(l->applied + l->applied_len, s, len);
+	l->applied_len += len;
+	l->applied[l->applied_len] = 0;
+}
+
 static int compile_list(struct regex_list *l, const char *var, const char *list, char *err,
 			size_t errlen)
 {
@@ -116,6 +132,7 @@ static int compile_list(struct regex_list *l, const char *var, const char *list,
 			continue;
 		}
 		l->n++;
+		note_applied(l, list, s, len);
 	}
 	return rc;
 }
@@ -409,9 +426,10 @@ int hp_filter_init(const struct hp_config *cfg, char *err, size_t errlen)
 	return rc;
 }
 
-int hp_filter_by_name(void)
+const char *hp_filter_applied(int include)
 {
-	return excludes.n || includes.n;
+	const struct regex_list *l = include ? &includes : &excludes;
+	return l->n ? l->applied : NULL;
 }
 
 void hp_filter_off(void)

@@ -28,9 +28,10 @@ extern int hp_filter_on HP_HIDDEN;
  * and turns the filters on. 0, or -1 with a one-line warning in err: a
  * regex that does not compile is left out (the others stay). */
 int hp_filter_init(const struct hp_config *cfg, char *err, size_t errlen) HP_HIDDEN;
-/* HOOKPROF_EXCLUDE or HOOKPROF_INCLUDE kept a pattern (after a failed
- * init, maybe none: Windows refuses them all, as would a bad regex). */
-int hp_filter_by_name(void) HP_HIDDEN;
+/* The patterns of HOOKPROF_INCLUDE (include) or HOOKPROF_EXCLUDE that are
+ * applied, comma-separated as given, or NULL if none: those refused (a bad
+ * regex; every one on Windows, which has no name filters) are left out. */
+const char *hp_filter_applied(int include) HP_HIDDEN;
 
 /*
  * 1 if the function event raw (an enter, or an exit with HP_RAW_EXIT) is

@@ -419,12 +419,11 @@ static void runtime_init(void)
 	}
 	hp_platform_init(config.force_monotonic);
 	hp_stack_init();
-	if (hp_filter_init(&config, err, sizeof(err))) {
+	if (hp_filter_init(&config, err, sizeof(err)))
 		hp_warn("%s", err);
-		/* The FILTER record names what is applied, not what was asked for. */
-		if (!hp_filter_by_name())
-			config.exclude = config.include = NULL;
-	}
+	/* The FILTER record names what is applied, not what was asked for. */
+	config.exclude = hp_filter_applied(0);
+	config.include = hp_filter_applied(1);
 	snprintf(err, sizeof(err), "cannot set up hookprof's buffers");
 	if (hp_buffer_init(&config) || hp_writer_init() || hp_strings_init() ||
 	    hp_output_create(config.output, hp_program_name(), (int)hp_getpid(), err, sizeof(err))) {

@@ -139,6 +139,20 @@ for setting in "HOOKPROF_EXCLUDE=x(:HOOKPROF_EXCLUDE: 'x(' is not a regular expr
 	esac
 done
 
+# A bad pattern beside a good one: the good one applies, and only it is
+# named where the report says which filters the trace was recorded with.
+l="filter: a bad regex beside a good one"
+flt_run preload "filter-bad-and-good" filter 'HOOKPROF_EXCLUDE=x(,^hot_leaf$'
+check "$l: exit status 0, one warning" "status $RC; stderr: $(brief "$DIR/err")" \
+	all_of [ "$RC" = 0 ] -- [ "$(wc -l <"$DIR/err")" = 1 ]
+if report "$l" "$TRACE"; then
+	expect_calls "$l" "" main=1 compress=3 encode_block=6 put_bits=30 tiny=4 quick=7
+	flt_absent "$l" hot_leaf
+fi
+"$HP" report "$TRACE" >"$DIR/report.txt" 2>&1
+check "$l: the report names the good one only" "$(grep -m1 'recorded with filters' "$DIR/report.txt")" \
+	grep -q "^# recorded with filters (exclude '^hot_leaf\$'): the counts" "$DIR/report.txt"
+
 # C++: the names as the report prints them, demangled by the runtime.
 flt_run preload "filter-cxx" cxx "HOOKPROF_EXCLUDE=geo::Shape::(area|scale)"
 check_run "filter C++" preload 0 "cxx 42 1"
