@@ -51,16 +51,24 @@ static struct hp_pstream *get_stream(struct hp_profile *p, uint32_t stream)
 	return &p->streams[stream];
 }
 
+/* Room for one more frame: 0, or -1 out of memory. */
+static int room_for_frame(struct hp_pstream *s)
+{
+	if (s->depth < s->cap)
+		return 0;
+	size_t cap = s->cap ? s->cap * 2 : 256;
+	struct hp_frame *fr = realloc(s->frames, cap * sizeof(*fr));
+	if (!fr)
+		return -1;
+	s->frames = fr;
+	s->cap = cap;
+	return 0;
+}
+
 static int push_frame(struct hp_pstream *s, const struct hp_ev *e)
 {
-	if (s->depth == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct hp_frame *fr = realloc(s->frames, cap * sizeof(*fr));
-		if (!fr)
-			return -1;
-		s->frames = fr;
-		s->cap = cap;
-	}
+	if (room_for_frame(s))
+		return -1;
 	int64_t open = hp_opencount_add(&s->open, e->func);
 	if (open < 0)
 		return -1;
@@ -134,14 +142,8 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
  * timeline the driver keeps (pauses cut out, hookprof's own time not). */
 static int touch_enter(struct hp_pstream *s, uint32_t func)
 {
-	if (s->depth == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct hp_frame *fr = realloc(s->frames, cap * sizeof(*fr));
-		if (!fr)
-			return -1;
-		s->frames = fr;
-		s->cap = cap;
-	}
+	if (room_for_frame(s))
+		return -1;
 	s->frames[s->depth++].func = func;
 	return 0;
 }
