@@ -19,7 +19,6 @@ static char path[4096];
  * the child changed directory (daemon) before its first event. */
 static char base_dir[4096];
 static int keep_base_dir;
-static int opened;
 static int header_written;
 static int renamed;
 static int failed;
@@ -153,7 +152,6 @@ int hp_output_create(const char *spec, const char *prog, int pid, char *err, siz
 	}
 	if (open_output(base, err, errlen))
 		return -1;
-	opened = 1;
 	pending = hp_pages_alloc(PENDING_BYTES);
 	if (!pending) {
 		snprintf(err, errlen, "no memory for the output buffer");
@@ -241,9 +239,7 @@ int hp_output_flush(void)
 
 void hp_output_reset_in_child(void)
 {
-	if (opened)
-		hp_file_forget();
-	opened = 0;
+	hp_file_forget(); /* nothing if no trace was opened */
 	hp_pages_free(pending, PENDING_BYTES);
 	pending = NULL;
 	pending_len = 0;

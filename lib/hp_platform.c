@@ -18,11 +18,6 @@ int hp_futex_wait_while(uint32_t *word, uint32_t value, int limit_ms)
 	return 0;
 }
 
-void hp_warn_init(void)
-{
-	hp_stderr_note();
-}
-
 /* The line, whole: a long path must not push the reason out of it. Memory
  * for a long one comes from hp_pages_alloc, not the program's malloc. */
 static void write_line(const char *fmt, va_list ap)

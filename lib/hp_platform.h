@@ -401,12 +401,11 @@ size_t hp_command_line(char *buf, size_t len) HP_HIDDEN;
 /* One line on stderr, "hookprof: " and the message, written whole however
  * long, with one write so the program's stdio is untouched (hp_platform.c,
  * portable; errno kept). Silent once stderr is no longer the file it was
- * at hp_warn_init (the program closed it and reused the number). */
+ * at hp_stderr_note (the program closed it and reused the number). */
 void hp_warn(const char *fmt, ...) HP_HIDDEN __attribute__((format(HP_PRINTF_FORMAT, 1, 2)));
-/* Notes what stderr is now (at load, and at start-up). */
-void hp_warn_init(void) HP_HIDDEN;
-/* The platform's part of both: note stderr's identity; write a whole line
- * if stderr is still that file and the line fits under a size limit. */
+/* The platform's part of hp_warn: note stderr's identity now (at load,
+ * and at start-up); write a whole line if stderr is still that file and
+ * the line fits under a size limit. */
 void hp_stderr_note(void) HP_HIDDEN;
 void hp_stderr_write(const char *line, size_t n) HP_HIDDEN;
 

@@ -407,7 +407,7 @@ static void runtime_init(void)
 	/* Room for two whole paths and the reason: runs once, so static. */
 	static char err[2 * 4096 + 512];
 	int saved = errno;
-	hp_warn_init();
+	hp_stderr_note();
 	if (hp_config_read(&config, hp_getenv, hp_secure_execution(), err, sizeof(err)))
 		hp_warn("%s", err);
 	if (!config.off && hp_config_check_names(hp_environ(), err, sizeof(err)))
@@ -493,7 +493,7 @@ static uint32_t loaded_pid;
 void hp_runtime_on_load(void)
 {
 	loaded_pid = hp_getpid();
-	hp_warn_init(); /* the program's stderr, before it can change it */
+	hp_stderr_note(); /* the program's stderr, before it can change it */
 }
 
 /* Last, at process exit. A process in which no instrumented function ran

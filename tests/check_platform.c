@@ -792,7 +792,7 @@ START_TEST(test_warn_silent_when_fd2_reused)
 	/* the program put a file of its own at fd 2: our line is not its */
 	char buf[2048];
 	capture_messages();
-	hp_warn_init();
+	hp_stderr_note();
 	int own = scratch_file();
 	int saved = dup(2);
 	ck_assert_int_eq(dup2(own, 2), 2);
@@ -835,7 +835,7 @@ START_TEST(test_warn_silent_when_fd2_closed_at_start)
 	fflush(stderr);
 	saved_fd2 = dup(2);
 	close(2);
-	hp_warn_init();
+	hp_stderr_note();
 	int own = scratch_file();
 	ck_assert_int_eq(own, 2);
 	hp_warn("nowhere");
