@@ -642,18 +642,25 @@ static void note_own_time(struct hp_thread *t)
  * is there (or ring mode drops the oldest), and the memory mark says this
  * is no forked child. Every 64th switch takes the full path all the same,
  * whose getpid also finds a child running on our memory (a raw vfork).
+ * A full ring (the writer is behind) takes the full path too, for the
+ * owner may help the writer, under its lock, with signals held; but the
+ * memory mark answers for getpid there.
  */
-static int can_switch_fast(struct hp_thread *t)
+enum switch_way { SWITCH_FAST, SWITCH_HELD, SWITCH_HELD_ASKING_PID };
+
+static enum switch_way way_to_switch(struct hp_thread *t)
 {
 	if (hp_tls.pos < chunk_end(t) || hp_buffer_finished() || !hp_buffer_client.marked_ours())
-		return 0;
+		return SWITCH_HELD_ASKING_PID;
 	if (++t->fast_switches % 64 == 0)
-		return 0;
+		return SWITCH_HELD_ASKING_PID;
 	if (buffer_mode == HP_MODE_RING)
-		return 1;
+		return SWITCH_FAST;
 	/* Acquire: as in make_room, which finds the same free chunk. */
 	uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
-	return hp_buffer_client.threaded() && t->head + 1 - tail < t->nchunks;
+	if (!hp_buffer_client.threaded())
+		return SWITCH_HELD_ASKING_PID;
+	return t->head + 1 - tail < t->nchunks ? SWITCH_FAST : SWITCH_HELD;
 }
 
 /*
@@ -678,7 +685,7 @@ static void switch_fast(struct hp_thread *t, uint64_t addr, struct hp_raw *taken
 		t->lost_reentry += t->held_in - t->held_out;
 		park_until_death(taken);
 	}
-	/* A handler may have switched chunks since can_switch_fast looked: it
+	/* A handler may have switched chunks since way_to_switch looked: it
 	 * left this event's slot to it, maybe in the chunk it now fills. */
 	int full = hp_tls.pos >= chunk_end(t);
 	if (full)
@@ -778,7 +785,8 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 		hp_raw_fill(taken, addr, tick);
 		return;
 	}
-	if (t && can_switch_fast(t)) {
+	enum switch_way way = t ? way_to_switch(t) : SWITCH_HELD_ASKING_PID;
+	if (way == SWITCH_FAST) {
 		switch_fast(t, addr, taken, tick);
 		return;
 	}
@@ -790,7 +798,7 @@ static void record_slow_at(uint64_t addr, struct hp_raw *taken, uint64_t at)
 	hp_signals_hold(&saved_mask);
 	if (!enter_chunk_work(1))
 		park_until_death(taken);
-	int child = t ? hp_buffer_client.in_child() : HP_NOT_A_CHILD;
+	int child = t && way == SWITCH_HELD_ASKING_PID ? hp_buffer_client.in_child() : HP_NOT_A_CHILD;
 	if (child == HP_CHILD_AFRESH)
 		t = NULL; /* hp_tls is new: the child is traced from here on */
 	if (child == HP_CHILD_UNTRACED) {

@@ -223,19 +223,39 @@ void hp_futex_wake(uint32_t *word)
 
 /* ---- signals ------------------------------------------------------------ */
 
+/*
+ * How deep this thread is in held regions: an inner hold (the owner of a
+ * full ring helping the writer from the slow path, which holds them
+ * already) costs no system call. Raised only once the mask is set and
+ * lowered before it is restored, so that a signal handler running in
+ * between (a fault: asynchronous signals are held) finds 0 and holds for
+ * itself.
+ */
+static __thread unsigned held_depth HP_TLS_MODEL;
+
 /* Signals our own code would raise (a fault) are left alone. */
 void hp_signals_hold(hp_sigmask_t *saved)
 {
 	static const int synchronous[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+	if (held_depth) {
+		held_depth++;
+		return;
+	}
 	sigset_t mask;
 	sigfillset(&mask);
 	for (size_t i = 0; i < sizeof(synchronous) / sizeof(synchronous[0]); i++)
 		sigdelset(&mask, synchronous[i]);
 	pthread_sigmask(SIG_BLOCK, &mask, saved);
+	/* Compiler barriers: the one other party is a handler on this thread. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	held_depth = 1;
 }
 
 void hp_signals_release(const hp_sigmask_t *saved)
 {
+	if (--held_depth)
+		return;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 

@@ -441,7 +441,11 @@ void hp_writer_notify(void)
 	/* Orders the owner's new head before reading sleeping; pairs with the
 	 * fence in writer_sleep, so the writer sees the chunk or we see it asleep. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&sleeping, __ATOMIC_RELAXED)) {
+	/* Exchange: the first owner to find it asleep wakes it, once. With
+	 * more busy threads than cores the writer may wait a while for a core
+	 * after the wake; every owner that published meanwhile made a futex
+	 * call of its own (a third of threads8's system calls). */
+	if (__atomic_exchange_n(&sleeping, 0, __ATOMIC_RELAXED)) {
 		__atomic_fetch_add(&wake_seq, 1, __ATOMIC_RELAXED);
 		hp_futex_wake(&wake_seq);
 	}

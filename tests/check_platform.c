@@ -1017,6 +1017,42 @@ START_TEST(test_signals_hold_keeps_faults_open)
 }
 END_TEST
 
+static volatile sig_atomic_t usr1_seen;
+static void count_usr1(int sig)
+{
+	(void)sig;
+	usr1_seen++;
+}
+
+/* An inner hold (the slow path's help under a hold of its own) keeps
+ * signals held until the outer one lets them go. */
+START_TEST(test_signals_hold_nested)
+{
+	struct sigaction sa = { .sa_handler = count_usr1 }, old;
+	sigaction(SIGUSR1, &sa, &old);
+	usr1_seen = 0;
+	hp_sigmask_t outer, inner;
+	sigset_t cur;
+	hp_signals_hold(&outer);
+	hp_signals_hold(&inner);
+	raise(SIGUSR1);
+	hp_signals_release(&inner);
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	ck_assert(sigismember(&cur, SIGUSR1));
+	ck_assert_int_eq(usr1_seen, 0);
+	hp_signals_release(&outer);
+	ck_assert_int_eq(usr1_seen, 1);
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	ck_assert(!sigismember(&cur, SIGUSR1));
+	/* Balanced: the next hold blocks again. */
+	hp_signals_hold(&outer);
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	ck_assert(sigismember(&cur, SIGUSR1));
+	hp_signals_release(&outer);
+	sigaction(SIGUSR1, &old, NULL);
+}
+END_TEST
+
 START_TEST(test_mutex_bounded_in_signal)
 {
 	static hp_mutex_t m = HP_MUTEX_INITIALIZER;
@@ -1099,6 +1135,7 @@ static Suite *platform_suite(void)
 	tcase_add_test(core, test_mutex_bounded_in_signal);
 	tcase_add_test(core, test_path_kinds);
 	tcase_add_test(core, test_process_names);
+	tcase_add_test(core, test_signals_hold_nested);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);
