@@ -869,6 +869,11 @@ static void NTAPI tls_callback(void *image, DWORD reason, void *reserved)
 		find_thread_names();
 		pin_self();
 		register_process_exit();
+		/* The first module list now, under the loader's lock we hold:
+		 * start-up, later, under init_lock, must not take it (a thread's
+		 * first event inside another DLL's DllMain holds the loader's
+		 * lock and waits for init_lock). */
+		modules_start();
 		hp_runtime_on_load();
 		break;
 	case DLL_THREAD_DETACH:
