@@ -33,7 +33,8 @@ static size_t buffer_chunks;
 /* Stream mode: the buffers of live threads share a budget (hp_buffer.h);
  * ring mode has none (SIZE_MAX). */
 static size_t budget_bytes;
-static size_t committed_bytes; /* mapped for live threads' events */
+static size_t committed_bytes; /* in use for live threads' events */
+static uint32_t live_rings;      /* threads whose buffer the writer has not freed */
 static uint32_t next_stream;
 static int finished;
 
@@ -93,7 +94,9 @@ int hp_buffer_finished(void)
 
 static uint32_t slot_of(const struct hp_thread *t, uint32_t seq)
 {
-	return seq & (t->nchunks - 1);
+	/* Relaxed: the owner doubles it in grow_ring; any value maps the
+	 * chunks a consumer may read to the same slots. */
+	return seq & (__atomic_load_n(&t->nchunks, __ATOMIC_RELAXED) - 1);
 }
 
 static struct hp_raw *chunk_base(const struct hp_thread *t, uint32_t seq)
@@ -141,20 +144,56 @@ static void drop_signal_stack(struct hp_thread *t)
 }
 
 /*
- * A new thread's chunks: the full count while the budget has room, else
- * half, then half again, down to 2. Racy by design: two threads starting
- * at once may both take the last room, and the budget is exceeded by one
- * buffer; a lock here would cost every thread's start more than that.
+ * Stream mode sizes rings by activity: a thread starts with 2 chunks
+ * (128 KiB), and its ring doubles each time its first lap ends, while the
+ * live threads' buffers stay within the budget, up to the full size. The
+ * busy threads get the memory, in the order they fill it; a thread that
+ * records little (a main thread that waits in pthread_join) keeps 128 KiB.
+ * Sizing at the start instead gave the first threads to start the whole
+ * budget and every later one 2 chunks, however busy: with 8 busy threads
+ * on 2 cores, 7 of them waited for the writer at nearly every chunk. Ring
+ * mode has no budget: its rings are whole from the start.
  */
-static size_t chunks_within_budget(void)
+static size_t first_chunks(void)
 {
-	/* Relaxed: the count orders nothing. */
-	size_t used = __atomic_load_n(&committed_bytes, __ATOMIC_RELAXED);
-	size_t chunks = buffer_chunks;
-	while (chunks > 2 && (used > budget_bytes || budget_bytes - used < chunks * HP_CHUNK_BYTES))
-		chunks /= 2;
-	__atomic_fetch_add(&committed_bytes, chunks * HP_CHUNK_BYTES, __ATOMIC_RELAXED);
-	return chunks;
+	return buffer_mode == HP_MODE_STREAM ? 2 : buffer_chunks;
+}
+
+/* Taken, then given back if that passed the budget: rings growing at
+ * once never take more than it holds (they may both miss the last room).
+ * Relaxed: the count orders nothing. */
+static int take_budget(size_t bytes)
+{
+	size_t before = __atomic_fetch_add(&committed_bytes, bytes, __ATOMIC_RELAXED);
+	if (before <= budget_bytes && budget_bytes - before >= bytes)
+		return 1;
+	__atomic_fetch_sub(&committed_bytes, bytes, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* A ring may not grow past the budget's share of each live thread: the
+ * first busy threads of many would take it all before the others started. */
+static int within_share(uint32_t chunks)
+{
+	uint32_t live = __atomic_load_n(&live_rings, __ATOMIC_RELAXED);
+	return (size_t)chunks * HP_CHUNK_BYTES <= budget_bytes / (live ? live : 1);
+}
+
+/*
+ * The owner is about to take chunk `next`. At the end of the first lap
+ * (next == nchunks) every chunk in flight has seq < nchunks, and so the
+ * same slot under the doubled size: the ring may double now, and only
+ * now (once it wraps, seq mod nchunks must not change).
+ */
+static void grow_ring(struct hp_thread *t, uint32_t next)
+{
+	uint32_t n = t->nchunks;
+	if (next != n || n >= t->max_chunks || !within_share(2 * n) ||
+	    !take_budget((size_t)n * HP_CHUNK_BYTES))
+		return;
+	t->budgeted += (size_t)n * HP_CHUNK_BYTES;
+	/* Relaxed: a consumer maps only chunks below head, the same slots either way. */
+	__atomic_store_n(&t->nchunks, 2 * n, __ATOMIC_RELAXED);
 }
 
 static void give_back_budget(size_t bytes)
@@ -162,9 +201,10 @@ static void give_back_budget(size_t bytes)
 	__atomic_fetch_sub(&committed_bytes, bytes, __ATOMIC_RELAXED);
 }
 
+/* The whole ring is mapped at once, and touched as it grows and fills. */
 static struct hp_thread *thread_create(uint64_t first_func)
 {
-	size_t chunks = chunks_within_budget();
+	size_t chunks = buffer_chunks;
 	size_t events_bytes = chunks * HP_CHUNK_BYTES;
 	size_t lens = (chunks * sizeof(uint32_t) + 7) & ~(size_t)7;
 	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) + lens +
@@ -172,10 +212,11 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	bytes = (bytes + 4095) & ~(size_t)4095;
 	/* Buffer first so it is page-aligned; signal stack, then bookkeeping. */
 	char *mem = hp_pages_alloc(bytes);
-	if (!mem) {
-		give_back_budget(events_bytes);
+	if (!mem)
 		return NULL;
-	}
+	/* Always: a thread past the budget still gets its 2 chunks. */
+	__atomic_fetch_add(&committed_bytes, first_chunks() * HP_CHUNK_BYTES, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&live_rings, 1, __ATOMIC_RELAXED);
 	struct hp_thread *t = (struct hp_thread *)(mem + events_bytes + SIGNAL_STACK_BYTES);
 	/* A raw fork's child (no atfork handler) tells its own events from its
 	 * parent's by the zeros the parent's leave behind. */
@@ -185,8 +226,9 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	t->chunk_len = (uint32_t *)(t + 1);
 	t->own = (struct hp_chunk_own *)((char *)t->chunk_len + lens);
 	t->map_bytes = bytes;
-	t->nchunks = (uint32_t)chunks;
-	t->budgeted = events_bytes;
+	t->nchunks = (uint32_t)first_chunks();
+	t->max_chunks = (uint32_t)chunks;
+	t->budgeted = first_chunks() * HP_CHUNK_BYTES;
 	t->tls = &hp_tls;
 	t->tid = hp_gettid();
 	t->stream = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
@@ -208,6 +250,7 @@ static struct hp_thread *thread_create(uint64_t first_func)
 void hp_buffer_free_thread(struct hp_thread *t)
 {
 	give_back_budget(t->budgeted);
+	__atomic_fetch_sub(&live_rings, 1, __ATOMIC_RELAXED);
 	hp_pages_free(t->base, t->map_bytes);
 }
 
@@ -248,6 +291,7 @@ static void wait_for_consumer(struct hp_thread *t, uint32_t tail)
 /* Makes chunk `head` free for the owner to fill. */
 static void make_room(struct hp_thread *t)
 {
+	grow_ring(t, t->head);
 	for (;;) {
 		/* Acquire: the consumer's reads of the chunk happen before we overwrite it. */
 		uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
@@ -656,6 +700,7 @@ static enum switch_way way_to_switch(struct hp_thread *t)
 		return SWITCH_HELD_ASKING_PID;
 	if (buffer_mode == HP_MODE_RING)
 		return SWITCH_FAST;
+	grow_ring(t, t->head + 1);
 	/* Acquire: as in make_room, which finds the same free chunk. */
 	uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 	if (!hp_buffer_client.threaded())
@@ -1321,6 +1366,7 @@ void hp_buffer_reset_in_child(void)
 	hp_threads = NULL;
 	hp_mutex_reinit(&hp_threads_lock);
 	committed_bytes = 0;
+	live_rings = 0;
 	next_stream = 0;
 	finished = 0;
 	stopping_tid = 0;

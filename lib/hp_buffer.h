@@ -28,13 +28,14 @@
 
 /*
  * Stream mode: the event buffers of a process's live threads share this
- * budget (or one buffer's size, if HOOKPROF_BUFFER is larger). A thread
- * started once it is taken gets half the chunks, or a quarter, down to 2
- * (128 KiB): memory stays bounded with many threads, and a thread that
- * exits gives its share back. Ring mode keeps every thread's size: what a
- * flight recorder keeps is what was asked for.
+ * budget (or one buffer's size, if HOOKPROF_BUFFER is larger). Each ring
+ * starts with 2 chunks (128 KiB) and doubles, at the end of its first lap,
+ * while the budget has room, up to HOOKPROF_BUFFER: the busiest threads
+ * get the memory, and a thread that exits gives its share back. Memory
+ * stays within the budget plus 2 chunks a thread. Ring mode keeps every
+ * thread's size: what a flight recorder keeps is what was asked for.
  */
-#define HP_STREAM_BUDGET (16u << 20)
+#define HP_STREAM_BUDGET (8u << 20)
 
 struct hp_tls {
 	struct hp_raw *pos; /* next free slot */
@@ -77,12 +78,13 @@ struct hp_thread {
 	struct hp_tls *tls;      /* owner's TLS, valid while !exited, under the lock */
 	uint32_t stream;         /* stream id in the trace; tids can be reused */
 	uint32_t tid;
-	struct hp_raw *base;     /* nchunks * HP_CHUNK_EVENTS slots */
+	struct hp_raw *base;     /* max_chunks * HP_CHUNK_EVENTS slots */
 	uint32_t *chunk_len;     /* events in each published chunk */
 	struct hp_chunk_own *own; /* each chunk's, written before it is published */
 	size_t map_bytes;
 	size_t budgeted;         /* bytes counted in the stream budget, given back when freed */
-	uint32_t nchunks;        /* a power of two */
+	uint32_t nchunks;        /* a power of two; doubles in the first lap (hp_buffer.c, grow_ring) */
+	uint32_t max_chunks;     /* mapped: the full ring */
 	uint32_t head;           /* chunks published; written by the owner only */
 	uint32_t tail;           /* chunks consumed (or dropped in ring mode) */
 	uint32_t waiting;        /* owner sleeps on tail for a free chunk */

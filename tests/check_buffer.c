@@ -432,7 +432,7 @@ END_TEST
 /* The first event of a thread creates its buffer; a second thread gets the
  * next stream id and goes to the front of the list. */
 struct second {
-	uint32_t stream, tid, head, nchunks;
+	uint32_t stream, tid, head, nchunks, max_chunks;
 	int is_list_head, next_is_first, own_tls;
 	struct hp_raw *base;
 	uint64_t first_addr;
@@ -452,6 +452,7 @@ static void *second_thread(void *arg)
 		s->tid = t->tid;
 		s->head = t->head;
 		s->nchunks = t->nchunks;
+		s->max_chunks = t->max_chunks;
 		s->base = t->base;
 		s->first_addr = t->base[0].addr;
 		s->own_tls = t->tls == &hp_tls;
@@ -479,7 +480,9 @@ static int child_first_event(void *arg)
 	TK_CHILD_TRUE(t->tls == &hp_tls);
 	TK_CHILD_EQ(t->stream, 0);
 	TK_CHILD_EQ(t->tid, syscall(SYS_gettid));
-	TK_CHILD_EQ(t->nchunks, 8); /* HOOKPROF_BUFFER=512K */
+	/* HOOKPROF_BUFFER=512K: 8 chunks mapped, 2 used until the first lap ends */
+	TK_CHILD_EQ(t->max_chunks, 8);
+	TK_CHILD_EQ(t->nchunks, 2);
 	TK_CHILD_EQ(t->head, 0);
 	TK_CHILD_EQ(t->tail, 0);
 	TK_CHILD_EQ(t->exited, 0);
@@ -499,7 +502,8 @@ static int child_first_event(void *arg)
 	TK_CHILD_EQ(pthread_join(th, NULL), 0);
 	TK_CHILD_EQ(s.stream, 1);
 	TK_CHILD_TRUE(s.tid != t->tid);
-	TK_CHILD_EQ(s.nchunks, 8);
+	TK_CHILD_EQ(s.max_chunks, 8);
+	TK_CHILD_EQ(s.nchunks, 2);
 	TK_CHILD_EQ(s.head, 0);
 	TK_CHILD_TRUE(s.own_tls);
 	TK_CHILD_TRUE(s.base != NULL && s.base != t->base);
@@ -526,26 +530,28 @@ START_TEST(test_first_event_creates_buffer)
 }
 END_TEST
 
-/* Stream mode's budget: 20 threads started one after another, all alive
- * at the end. With the default 8 MiB (128 chunks) the first 2 take the
- * 16 MiB; the others get 2 chunks. With 1 MiB, 16 of them take it. Ring
- * mode has no budget. */
+/* Stream mode sizes rings by activity, within the budget: 20 threads
+ * started one after another, all alive at the end, each records `events`
+ * events. Threads that record little keep 2 chunks, however early they
+ * started; a busy one doubles its ring at the end of each first lap
+ * while the budget has room. Ring mode has no budget. */
 #define BUDGET_THREADS 20
 
 struct budget_want {
-	uint32_t full, nfull, late; /* the first nfull get full chunks, the rest late */
+	uint64_t events[BUDGET_THREADS]; /* each thread's */
+	uint32_t nchunks[BUDGET_THREADS]; /* its ring at the end */
 };
 
 struct budget_thread {
 	sem_t started, release;
+	uint64_t events;
 	uint32_t nchunks;
 };
 
 static void *budget_thread(void *arg)
 {
 	struct budget_thread *b = arg;
-	record(0);
-	record(1);
+	record_range(0, b->events);
 	b->nchunks = hp_tls.thread ? hp_tls.thread->nchunks : 0;
 	sem_post(&b->started);
 	sem_wait(&b->release); /* its buffer stays in the budget until then */
@@ -560,6 +566,7 @@ static int child_budget(void *arg)
 	for (int i = 0; i < BUDGET_THREADS; i++) {
 		sem_init(&b[i].started, 0, 0);
 		sem_init(&b[i].release, 0, 0);
+		b[i].events = want->events[i] ? want->events[i] : 2;
 		TK_CHILD_EQ(pthread_create(&th[i], NULL, budget_thread, &b[i]), 0);
 		sem_wait(&b[i].started);
 	}
@@ -568,33 +575,82 @@ static int child_budget(void *arg)
 	for (int i = 0; i < BUDGET_THREADS; i++)
 		TK_CHILD_EQ(pthread_join(th[i], NULL), 0);
 	for (uint32_t i = 0; i < BUDGET_THREADS; i++)
-		TK_CHILD_EQ(b[i].nchunks, i < want->nfull ? want->full : want->late);
+		TK_CHILD_EQ(b[i].nchunks, want->nchunks[i] ? want->nchunks[i] : 2);
 	return TK_CHILD_OK;
 }
 
-START_TEST(test_stream_budget_shared)
+static uint64_t budget_events(const struct budget_want *w)
 {
-	static const struct budget_want want = { .full = 128, .nfull = 2, .late = 2 };
-	run_ok(NULL, child_budget, (void *)&want);
+	uint64_t n = 0;
+	for (int i = 0; i < BUDGET_THREADS; i++)
+		n += w->events[i] ? w->events[i] : 2;
+	return n;
+}
+
+/* 8 MiB rings (128 chunks) in a 16 MiB budget, 20 threads alive at the
+ * end: a busy one started when 4 are alive (the child's main thread has
+ * none) grows to 4 MiB, its share of the 16 (64 chunks); three busy ones
+ * started later, with 17 to 20 alive, to 512 KiB (8 chunks: 1 MiB would
+ * pass 16 MiB / 17); the idle ones keep 2 chunks. */
+START_TEST(test_stream_budget_to_the_busy)
+{
+	static struct budget_want want;
+	want.events[3] = 200 * CHUNK;
+	want.nchunks[3] = 64;
+	for (int i = 0; i < 3; i++) {
+		want.events[16 + i] = 200 * CHUNK;
+		want.nchunks[16 + i] = 8;
+	}
+	run_ok(NULL, child_budget, &want);
 	analyze_order(NULL);
-	ck_assert_uint_eq(A.events, 2 * BUDGET_THREADS);
+	ck_assert_uint_eq(A.events, budget_events(&want));
 	ck_assert_uint_eq(tk_lost_total(&A), 0);
 }
 END_TEST
 
+/* Two busy threads, 4 MiB rings: their share of the 16 MiB (8 MiB) is
+ * above a ring, and both reach the full 64 chunks. */
+START_TEST(test_stream_budget_two_busy_full)
+{
+	static struct budget_want want;
+	want.events[0] = want.events[1] = 100 * CHUNK;
+	want.nchunks[0] = want.nchunks[1] = 64;
+	const char *const env[] = { "HOOKPROF_BUFFER", "4M", NULL };
+	run_ok(env, child_budget, &want);
+}
+END_TEST
+
+/* Threads that record little, however many, take 2 chunks each. */
+START_TEST(test_stream_budget_idle_keep_two)
+{
+	static const struct budget_want want = { .events = { [0] = CHUNK + 1 } , .nchunks = { [0] = 2 } };
+	run_ok(NULL, child_budget, (void *)&want);
+	analyze_order(NULL);
+	ck_assert_uint_eq(A.events, budget_events(&want));
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
+}
+END_TEST
+
+/* HOOKPROF_BUFFER=1M: no ring passes 16 chunks, budget or not. */
 START_TEST(test_stream_budget_small_buffers)
 {
-	static const struct budget_want want = { .full = 16, .nfull = 16, .late = 2 };
+	static struct budget_want want;
+	for (int i = 0; i < 4; i++) {
+		want.events[i] = 40 * CHUNK;
+		want.nchunks[i] = 16;
+	}
 	const char *const env[] = { "HOOKPROF_BUFFER", "1M", NULL };
-	run_ok(env, child_budget, (void *)&want);
+	run_ok(env, child_budget, &want);
 }
 END_TEST
 
 START_TEST(test_ring_no_budget)
 {
-	static const struct budget_want want = { .full = 16, .nfull = BUDGET_THREADS, .late = 16 };
+	static struct budget_want want;
+	for (int i = 0; i < BUDGET_THREADS; i++)
+		want.nchunks[i] = 16;
 	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "1M", NULL };
-	run_ok(env, child_budget, (void *)&want);
+	run_ok(env, child_budget, &want);
 }
 END_TEST
 
@@ -1236,7 +1292,9 @@ static Suite *buffer_suite(void)
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_set_timeout(core, 30);
 	tcase_add_test(core, test_take_nothing_published);
-	tcase_add_test(core, test_stream_budget_shared);
+	tcase_add_test(core, test_stream_budget_to_the_busy);
+	tcase_add_test(core, test_stream_budget_idle_keep_two);
+	tcase_add_test(core, test_stream_budget_two_busy_full);
 	tcase_add_test(core, test_stream_budget_small_buffers);
 	tcase_add_test(core, test_ring_no_budget);
 	tcase_add_test(core, test_take_oldest_first);

@@ -2,7 +2,7 @@
 # stream mode the threads' buffers share a budget, so 32 busy threads alive
 # at once grow the peak resident set by at most 32 MiB; ring mode keeps
 # every thread's buffer whole. Peak RSS is a size, not a timing: the bounds
-# hold by construction (16 MiB budget + 16 x 128 KiB; 32 x 1 MiB). (Sourced
+# hold by construction (an 8 MiB budget + 32 x 128 KiB; 32 x 1 MiB). (Sourced
 # by tests/e2e/run.sh.)
 
 build rssthreads gcc "${IF[@]}" -O1 -pthread "$SRC/rssthreads.c"
