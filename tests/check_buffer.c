@@ -587,19 +587,19 @@ static uint64_t budget_events(const struct budget_want *w)
 	return n;
 }
 
-/* 8 MiB rings (128 chunks) in a 16 MiB budget, 20 threads alive at the
+/* 8 MiB rings (128 chunks) in an 8 MiB budget, 20 threads alive at the
  * end: a busy one started when 4 are alive (the child's main thread has
- * none) grows to 4 MiB, its share of the 16 (64 chunks); three busy ones
- * started later, with 17 to 20 alive, to 512 KiB (8 chunks: 1 MiB would
- * pass 16 MiB / 17); the idle ones keep 2 chunks. */
+ * none) grows to 2 MiB, its share of the 8 (32 chunks); three busy ones
+ * started later, with 17 to 19 alive, to 256 KiB (4 chunks: 512 KiB would
+ * pass 8 MiB / 17); the idle ones keep 2 chunks. */
 START_TEST(test_stream_budget_to_the_busy)
 {
 	static struct budget_want want;
 	want.events[3] = 200 * CHUNK;
-	want.nchunks[3] = 64;
+	want.nchunks[3] = 32;
 	for (int i = 0; i < 3; i++) {
 		want.events[16 + i] = 200 * CHUNK;
-		want.nchunks[16 + i] = 8;
+		want.nchunks[16 + i] = 4;
 	}
 	run_ok(NULL, child_budget, &want);
 	analyze_order(NULL);
@@ -608,14 +608,14 @@ START_TEST(test_stream_budget_to_the_busy)
 }
 END_TEST
 
-/* Two busy threads, 4 MiB rings: their share of the 16 MiB (8 MiB) is
- * above a ring, and both reach the full 64 chunks. */
+/* Two busy threads, 2 MiB rings: their share of the 8 MiB (4 MiB) is
+ * above a ring, and both reach the full 32 chunks. */
 START_TEST(test_stream_budget_two_busy_full)
 {
 	static struct budget_want want;
 	want.events[0] = want.events[1] = 100 * CHUNK;
-	want.nchunks[0] = want.nchunks[1] = 64;
-	const char *const env[] = { "HOOKPROF_BUFFER", "4M", NULL };
+	want.nchunks[0] = want.nchunks[1] = 32;
+	const char *const env[] = { "HOOKPROF_BUFFER", "2M", NULL };
 	run_ok(env, child_budget, &want);
 }
 END_TEST
