@@ -19,10 +19,12 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -817,6 +819,77 @@ START_TEST(test_slow_consumer_loses_nothing)
 }
 END_TEST
 
+/*
+ * The system calls of a switch to a full ring (the writer behind), counted
+ * on the owner's thread: this binary's getpid and pthread_sigmask take the
+ * place of libc's for libhookprof.a. The test's thread holds the writer's
+ * lock, so that the owner's help fails and it waits, then lets it go: the
+ * owner then helps, under the hold its slow path already took.
+ */
+static __thread int counting_calls;
+static __thread uint32_t getpid_calls, sigmask_calls;
+
+pid_t getpid(void)
+{
+	getpid_calls += counting_calls;
+	return (pid_t)syscall(SYS_getpid);
+}
+
+int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	sigmask_calls += counting_calls;
+	return syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8) ? errno : 0;
+}
+
+static struct hp_thread *owner_thread;
+
+static void *let_go_when_waiting(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&owner_thread, __ATOMIC_ACQUIRE) ||
+	       !__atomic_load_n(&owner_thread->waiting, __ATOMIC_ACQUIRE))
+		sched_yield();
+	hp_writer_unlock_after_fork();
+	return NULL;
+}
+
+static int child_full_ring_calls(void *arg)
+{
+	(void)arg;
+	record_range(0, 2 * CHUNK - 1); /* both chunks of the ring, but one event */
+	struct hp_thread *t = hp_tls.thread;
+	TK_CHILD_TRUE(t != NULL);
+	TK_CHILD_EQ(t->nchunks, 2);
+	/* Until the writer has taken chunk 0 the ring would look full to the
+	 * switch below for a reason of its own: wait for it to be empty. */
+	hp_buffer_publish_self();
+	while (__atomic_load_n(&t->tail, __ATOMIC_ACQUIRE) != t->head)
+		sched_yield();
+	TK_CHILD_EQ(hp_writer_lock_for_fork(), 0);
+	record_range(0, 2 * CHUNK - 1); /* chunk 1 full, chunk 2 (slot 0) all but one */
+	pthread_t th;
+	TK_CHILD_EQ(pthread_create(&th, NULL, let_go_when_waiting, NULL), 0);
+	__atomic_store_n(&owner_thread, t, __ATOMIC_RELEASE);
+	uint32_t fast_before = t->fast_switches;
+	counting_calls = 1;
+	record_range(2 * CHUNK - 1, 2); /* the last of chunk 3, then the switch */
+	counting_calls = 0;
+	TK_CHILD_EQ(pthread_join(th, NULL), 0);
+	TK_CHILD_EQ(t->fast_switches, fast_before + 1); /* not a 64th */
+	TK_CHILD_EQ(getpid_calls, 0);
+	TK_CHILD_EQ(sigmask_calls, 2); /* the slow path's hold; its help's is free */
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_full_ring_switch_few_system_calls)
+{
+	const char *const env[] = { "HOOKPROF_BUFFER", "128K", NULL };
+	run_ok(env, child_full_ring_calls, NULL);
+	analyze_order(NULL);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
+}
+END_TEST
+
 static void hook_fx(int exit_too)
 {
 	__cyg_profile_func_enter((void *)FX, (void *)1);
@@ -1305,6 +1378,7 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_first_event_creates_buffer);
 	tcase_add_test(core, test_ring_mode_drops_oldest);
 	tcase_add_test(core, test_full_ring_owner_waits);
+	tcase_add_test(core, test_full_ring_switch_few_system_calls);
 	tcase_add_test(core, test_slow_consumer_loses_nothing);
 	tcase_add_test(core, test_switch_notes_own_time);
 	tcase_add_test(core, test_busy_events_lost_as_reentry);
