@@ -34,7 +34,7 @@ static size_t buffer_chunks;
  * ring mode has none (SIZE_MAX). */
 static size_t budget_bytes;
 static size_t committed_bytes; /* in use for live threads' events */
-static uint32_t live_rings;      /* threads whose buffer the writer has not freed */
+static uint32_t busy_rings;      /* live threads that filled their first 2 chunks */
 static uint32_t next_stream;
 static int finished;
 
@@ -171,12 +171,21 @@ static int take_budget(size_t bytes)
 	return 0;
 }
 
-/* A ring may not grow past the budget's share of each live thread: the
- * first busy threads of many would take it all before the others started. */
+/* A ring may not grow past the budget's share of each busy thread (one
+ * that filled its first 2 chunks): the first busy threads of many would
+ * take it all before the others got going. Idle threads have no share. */
 static int within_share(uint32_t chunks)
 {
-	uint32_t live = __atomic_load_n(&live_rings, __ATOMIC_RELAXED);
-	return (size_t)chunks * HP_CHUNK_BYTES <= budget_bytes / (live ? live : 1);
+	uint32_t busy = __atomic_load_n(&busy_rings, __ATOMIC_RELAXED);
+	return (size_t)chunks * HP_CHUNK_BYTES <= budget_bytes / (busy ? busy : 1);
+}
+
+static void count_busy(struct hp_thread *t)
+{
+	if (t->busy_counted)
+		return;
+	t->busy_counted = 1;
+	__atomic_fetch_add(&busy_rings, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -188,8 +197,10 @@ static int within_share(uint32_t chunks)
 static void grow_ring(struct hp_thread *t, uint32_t next)
 {
 	uint32_t n = t->nchunks;
-	if (next != n || n >= t->max_chunks || !within_share(2 * n) ||
-	    !take_budget((size_t)n * HP_CHUNK_BYTES))
+	if (next != n || n >= t->max_chunks)
+		return;
+	count_busy(t);
+	if (!within_share(2 * n) || !take_budget((size_t)n * HP_CHUNK_BYTES))
 		return;
 	t->budgeted += (size_t)n * HP_CHUNK_BYTES;
 	/* Relaxed: a consumer maps only chunks below head, the same slots either way. */
@@ -216,7 +227,6 @@ static struct hp_thread *thread_create(uint64_t first_func)
 		return NULL;
 	/* Always: a thread past the budget still gets its 2 chunks. */
 	__atomic_fetch_add(&committed_bytes, first_chunks() * HP_CHUNK_BYTES, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&live_rings, 1, __ATOMIC_RELAXED);
 	struct hp_thread *t = (struct hp_thread *)(mem + events_bytes + SIGNAL_STACK_BYTES);
 	/* A raw fork's child (no atfork handler) tells its own events from its
 	 * parent's by the zeros the parent's leave behind. */
@@ -250,7 +260,8 @@ static struct hp_thread *thread_create(uint64_t first_func)
 void hp_buffer_free_thread(struct hp_thread *t)
 {
 	give_back_budget(t->budgeted);
-	__atomic_fetch_sub(&live_rings, 1, __ATOMIC_RELAXED);
+	if (t->busy_counted)
+		__atomic_fetch_sub(&busy_rings, 1, __ATOMIC_RELAXED);
 	hp_pages_free(t->base, t->map_bytes);
 }
 
@@ -1366,7 +1377,7 @@ void hp_buffer_reset_in_child(void)
 	hp_threads = NULL;
 	hp_mutex_reinit(&hp_threads_lock);
 	committed_bytes = 0;
-	live_rings = 0;
+	busy_rings = 0;
 	next_stream = 0;
 	finished = 0;
 	stopping_tid = 0;

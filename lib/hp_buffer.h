@@ -85,6 +85,7 @@ struct hp_thread {
 	size_t budgeted;         /* bytes counted in the stream budget, given back when freed */
 	uint32_t nchunks;        /* a power of two; doubles in the first lap (hp_buffer.c, grow_ring) */
 	uint32_t max_chunks;     /* mapped: the full ring */
+	uint32_t busy_counted;   /* it filled its first 2 chunks: it has a share of the budget */
 	uint32_t head;           /* chunks published; written by the owner only */
 	uint32_t tail;           /* chunks consumed (or dropped in ring mode) */
 	uint32_t waiting;        /* owner sleeps on tail for a free chunk */

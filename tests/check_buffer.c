@@ -590,19 +590,19 @@ static uint64_t budget_events(const struct budget_want *w)
 }
 
 /* 8 MiB rings (128 chunks) in an 8 MiB budget, 20 threads alive at the
- * end: a busy one started when 4 are alive (the child's main thread has
- * none) grows to 2 MiB, its share of the 8 (32 chunks); three busy ones
- * started later, with 17 to 19 alive, to 256 KiB (4 chunks: 512 KiB would
- * pass 8 MiB / 17); the idle ones keep 2 chunks. */
+ * end, the busy ones (200 chunks of events each) one after another: the
+ * first grows to 4 MiB (with 4 threads' 2 chunks committed, 8 MiB would
+ * pass the budget), the next to 2 MiB, what is left; the last two find no
+ * room to double into; the idle ones keep 2 chunks. A thread that is idle
+ * takes no share: the first busy one is not held to 8 MiB / 4. */
 START_TEST(test_stream_budget_to_the_busy)
 {
 	static struct budget_want want;
 	want.events[3] = 200 * CHUNK;
-	want.nchunks[3] = 32;
-	for (int i = 0; i < 3; i++) {
+	want.nchunks[3] = 64;
+	for (int i = 0; i < 3; i++)
 		want.events[16 + i] = 200 * CHUNK;
-		want.nchunks[16 + i] = 4;
-	}
+	want.nchunks[16] = 32;
 	run_ok(NULL, child_budget, &want);
 	analyze_order(NULL);
 	ck_assert_uint_eq(A.events, budget_events(&want));
