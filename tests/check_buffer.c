@@ -633,6 +633,18 @@ START_TEST(test_stream_budget_idle_keep_two)
 }
 END_TEST
 
+/* One busy thread after 19 idle ones: idle threads take no share, and it
+ * gets its whole 2 MiB ring (a share over the 20 alive would be 256 KiB). */
+START_TEST(test_stream_budget_busy_among_idle)
+{
+	static struct budget_want want;
+	want.events[19] = 100 * CHUNK;
+	want.nchunks[19] = 32;
+	const char *const env[] = { "HOOKPROF_BUFFER", "2M", NULL };
+	run_ok(env, child_budget, &want);
+}
+END_TEST
+
 /* HOOKPROF_BUFFER=1M: no ring passes 16 chunks, budget or not. */
 START_TEST(test_stream_budget_small_buffers)
 {
@@ -1368,6 +1380,7 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_stream_budget_to_the_busy);
 	tcase_add_test(core, test_stream_budget_idle_keep_two);
 	tcase_add_test(core, test_stream_budget_two_busy_full);
+	tcase_add_test(core, test_stream_budget_busy_among_idle);
 	tcase_add_test(core, test_stream_budget_small_buffers);
 	tcase_add_test(core, test_ring_no_budget);
 	tcase_add_test(core, test_take_oldest_first);
