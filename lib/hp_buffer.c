@@ -188,20 +188,32 @@ static void count_busy(struct hp_thread *t)
 	__atomic_fetch_add(&busy_rings, 1, __ATOMIC_RELAXED);
 }
 
+/* Between two doublings of a ring, and from its start to the first: the
+ * threads started with it have time to show they are busy (each fills
+ * its first 2 chunks in about 0.1 ms), so that the first busy one does
+ * not grow into the others' shares before they count. A variable for the
+ * tests, which set it to 0 or to a long time. */
+uint64_t hp_buffer_grow_interval_ns = 1000000;
+
 /*
- * The owner is about to take chunk `next`. At the end of the first lap
- * (next == nchunks) every chunk in flight has seq < nchunks, and so the
- * same slot under the doubled size: the ring may double now, and only
- * now (once it wraps, seq mod nchunks must not change).
+ * The owner is about to take chunk `next`, with next - nchunks <= tail
+ * (the ring holds at most nchunks). Where next mod 2n == n (n = nchunks:
+ * the end of the first lap, of the third, ...), every chunk in flight,
+ * [next - n, next), has seq mod 2n == seq mod n, the same slot under the
+ * doubled size, and chunk next gets slot n, fresh memory: the ring may
+ * double there, and only there.
  */
 static void grow_ring(struct hp_thread *t, uint32_t next)
 {
 	uint32_t n = t->nchunks;
-	if (next != n || n >= t->max_chunks)
+	if (n >= t->max_chunks || next % (2 * n) != n)
 		return;
 	count_busy(t);
-	if (!within_share(2 * n) || !take_budget((size_t)n * HP_CHUNK_BYTES))
+	uint64_t now = hp_clock_ns();
+	if (now - t->grown_ns < hp_buffer_grow_interval_ns || !within_share(2 * n) ||
+	    !take_budget((size_t)n * HP_CHUNK_BYTES))
 		return;
+	t->grown_ns = now;
 	t->budgeted += (size_t)n * HP_CHUNK_BYTES;
 	/* Relaxed: a consumer maps only chunks below head, the same slots either way. */
 	__atomic_store_n(&t->nchunks, 2 * n, __ATOMIC_RELAXED);
@@ -238,6 +250,7 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	t->map_bytes = bytes;
 	t->nchunks = (uint32_t)first_chunks();
 	t->max_chunks = (uint32_t)chunks;
+	t->grown_ns = hp_clock_ns();
 	t->budgeted = first_chunks() * HP_CHUNK_BYTES;
 	t->tls = &hp_tls;
 	t->tid = hp_gettid();

@@ -36,6 +36,8 @@
  * thread's size: what a flight recorder keeps is what was asked for.
  */
 #define HP_STREAM_BUDGET (8u << 20)
+/* The least time between two doublings of a ring (hp_buffer.c; tests). */
+extern uint64_t hp_buffer_grow_interval_ns HP_HIDDEN;
 
 struct hp_tls {
 	struct hp_raw *pos; /* next free slot */
@@ -86,6 +88,7 @@ struct hp_thread {
 	uint32_t nchunks;        /* a power of two; doubles in the first lap (hp_buffer.c, grow_ring) */
 	uint32_t max_chunks;     /* mapped: the full ring */
 	uint32_t busy_counted;   /* it filled its first 2 chunks: it has a share of the budget */
+	uint64_t grown_ns;       /* hp_clock_ns of its start or its last doubling */
 	uint32_t head;           /* chunks published; written by the owner only */
 	uint32_t tail;           /* chunks consumed (or dropped in ring mode) */
 	uint32_t waiting;        /* owner sleeps on tail for a free chunk */

@@ -563,6 +563,7 @@ static void *budget_thread(void *arg)
 static int child_budget(void *arg)
 {
 	const struct budget_want *want = arg;
+	hp_buffer_grow_interval_ns = 0; /* no waiting: the sizes are exact */
 	static struct budget_thread b[BUDGET_THREADS];
 	pthread_t th[BUDGET_THREADS];
 	for (int i = 0; i < BUDGET_THREADS; i++) {
@@ -642,6 +643,41 @@ START_TEST(test_stream_budget_busy_among_idle)
 	want.nchunks[19] = 32;
 	const char *const env[] = { "HOOKPROF_BUFFER", "2M", NULL };
 	run_ok(env, child_budget, &want);
+}
+END_TEST
+
+/* A ring doubles only where every chunk in flight keeps its slot: the
+ * end of its first lap, and every other lap end after it (n = 2: before
+ * chunk 2, 6, 10, ...). Held back at first (a doubling too soon after the
+ * thread's start), it grows later: the events come out whole and in order. */
+static int child_grow_later(void *arg)
+{
+	(void)arg;
+	hp_buffer_grow_interval_ns = UINT64_MAX / 2;
+	record_range(0, 3 * CHUNK); /* chunks 0..2: the end of the first lap passed */
+	struct hp_thread *t = hp_tls.thread;
+	TK_CHILD_TRUE(t != NULL);
+	TK_CHILD_EQ(t->nchunks, 2);
+	hp_buffer_grow_interval_ns = 0;
+	record_range(3 * CHUNK, 3 * CHUNK); /* through chunk 5: not a place to grow */
+	TK_CHILD_EQ(t->nchunks, 2);
+	record_range(6 * CHUNK, 1); /* chunk 6 = 2 mod 4 */
+	TK_CHILD_EQ(t->nchunks, 4);
+	record_range(6 * CHUNK + 1, 6 * CHUNK); /* chunk 12 = 4 mod 8 */
+	TK_CHILD_EQ(t->nchunks, 8);
+	TK_CHILD_EQ(t->busy_counted, 1);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_ring_grows_at_a_later_lap)
+{
+	run_ok(NULL, child_grow_later, NULL);
+	struct order o = { .wrong_at = NONE };
+	analyze_order(&o);
+	ck_assert_uint_eq(A.events, 12 * CHUNK + 1);
+	ck_assert_uint_eq(o.wrong_at, NONE);
+	ck_assert_uint_eq(o.resets, 0);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
 }
 END_TEST
 
@@ -1381,6 +1417,7 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_stream_budget_idle_keep_two);
 	tcase_add_test(core, test_stream_budget_two_busy_full);
 	tcase_add_test(core, test_stream_budget_busy_among_idle);
+	tcase_add_test(core, test_ring_grows_at_a_later_lap);
 	tcase_add_test(core, test_stream_budget_small_buffers);
 	tcase_add_test(core, test_ring_no_budget);
 	tcase_add_test(core, test_take_oldest_first);
