@@ -94,8 +94,8 @@ int hp_buffer_finished(void)
 
 static uint32_t slot_of(const struct hp_thread *t, uint32_t seq)
 {
-	/* Relaxed: the owner doubles it in grow_ring; any value maps the
-	 * chunks a consumer may read to the same slots. */
+	/* Relaxed: the owner doubles it in grow_ring; either value maps the
+	 * chunks up to head to the same slots. */
 	return seq & (__atomic_load_n(&t->nchunks, __ATOMIC_RELAXED) - 1);
 }
 
@@ -145,10 +145,10 @@ static void drop_signal_stack(struct hp_thread *t)
 
 /*
  * Stream mode sizes rings by activity: a thread starts with 2 chunks
- * (128 KiB), and its ring doubles each time its first lap ends, while the
- * live threads' buffers stay within the budget, up to the full size. The
- * busy threads get the memory, in the order they fill it; a thread that
- * records little (a main thread that waits in pthread_join) keeps 128 KiB.
+ * (128 KiB), its own, and its ring doubles as it fills (grow_ring), up to
+ * the full size, while it is within its share of the budget and the
+ * budget has room. The busy threads get the memory; a thread that records
+ * little (a main thread that waits in pthread_join) keeps 128 KiB.
  * Sizing at the start instead gave the first threads to start the whole
  * budget and every later one 2 chunks, however busy: with 8 busy threads
  * on 2 cores, 7 of them waited for the writer at nearly every chunk. Ring
@@ -215,7 +215,11 @@ static void grow_ring(struct hp_thread *t, uint32_t next)
 		return;
 	t->grown_ns = now;
 	t->budgeted += (size_t)n * HP_CHUNK_BYTES;
-	/* Relaxed: a consumer maps only chunks below head, the same slots either way. */
+	/* Relaxed: chunks up to head, the one being filled included, keep
+	 * their slots; the release store of head in publish orders the new
+	 * size before the chunk after it is mapped. Called only in chunk
+	 * work (busy, or switching, or signals held): no handler's switch on
+	 * this thread runs in between. */
 	__atomic_store_n(&t->nchunks, 2 * n, __ATOMIC_RELAXED);
 }
 
@@ -237,8 +241,6 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	char *mem = hp_pages_alloc(bytes);
 	if (!mem)
 		return NULL;
-	/* Always: a thread past the budget still gets its 2 chunks. */
-	__atomic_fetch_add(&committed_bytes, first_chunks() * HP_CHUNK_BYTES, __ATOMIC_RELAXED);
 	struct hp_thread *t = (struct hp_thread *)(mem + events_bytes + SIGNAL_STACK_BYTES);
 	/* A raw fork's child (no atfork handler) tells its own events from its
 	 * parent's by the zeros the parent's leave behind. */
@@ -251,7 +253,7 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	t->nchunks = (uint32_t)first_chunks();
 	t->max_chunks = (uint32_t)chunks;
 	t->grown_ns = hp_clock_ns();
-	t->budgeted = first_chunks() * HP_CHUNK_BYTES;
+	t->budgeted = 0; /* its first chunks are its own: the budget is for growth */
 	t->tls = &hp_tls;
 	t->tid = hp_gettid();
 	t->stream = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
@@ -315,7 +317,6 @@ static void wait_for_consumer(struct hp_thread *t, uint32_t tail)
 /* Makes chunk `head` free for the owner to fill. */
 static void make_room(struct hp_thread *t)
 {
-	grow_ring(t, t->head);
 	for (;;) {
 		/* Acquire: the consumer's reads of the chunk happen before we overwrite it. */
 		uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
@@ -344,8 +345,12 @@ static void count_lost(int reason)
  * (arm: the fast path may use it at once). */
 static void next_chunk(struct hp_thread *t, int arm)
 {
-	if (hp_tls.pos != chunk_base(t, t->head))
+	if (hp_tls.pos != chunk_base(t, t->head)) {
+		/* Before publish: its release store of head orders the new size
+		 * for whoever maps the chunk after it (hp_buffer_snapshot_partial). */
+		grow_ring(t, t->head + 1);
 		publish(t);
+	}
 	make_room(t);
 	use_chunk(t, arm);
 }
@@ -420,8 +425,9 @@ static void switch_chunk(struct hp_thread *t, int arm)
  * ran while the slow path switches chunks would have its events dropped
  * (busy): it waits the few microseconds until we are done instead, and
  * records them all. Signals our own code would raise (a fault) are left
- * alone (hp_signals_hold). Two system calls every 4096 events on the full
- * path (and a getpid, in the client's in_child).
+ * alone (hp_signals_hold). The full path costs two system calls (and a
+ * getpid, in the client's in_child, unless the memory mark answers:
+ * way_to_switch); the common switch none.
  */
 
 /* Events a forked child's thread starts with: fewer than a chunk, into an
@@ -724,8 +730,9 @@ static enum switch_way way_to_switch(struct hp_thread *t)
 		return SWITCH_HELD_ASKING_PID;
 	if (buffer_mode == HP_MODE_RING)
 		return SWITCH_FAST;
-	grow_ring(t, t->head + 1);
-	/* Acquire: as in make_room, which finds the same free chunk. */
+	/* Acquire: as in make_room, which finds the same free chunk. (A ring
+	 * about to double still looks full here: that switch takes the held
+	 * path, once.) */
 	uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 	if (!hp_buffer_client.threaded())
 		return SWITCH_HELD_ASKING_PID;
@@ -1276,6 +1283,12 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 		/* Relaxed: the hook takes its slot before filling it, so pos
 		 * orders nothing; newest_filled checks the newest slot's tick. */
 		struct hp_raw *pos = __atomic_load_n(&t->tls->pos, __ATOMIC_RELAXED);
+		/* The owner published chunk head - 1 and waits for a free one:
+		 * with 2 chunks, pos (that chunk's end) also lies one chunk past
+		 * chunk head's end, where the clamp below would take stale
+		 * events of chunk head - 2 for this one's. */
+		if (head && pos == chunk_base(t, head - 1) + HP_CHUNK_EVENTS)
+			pos = start;
 		/* A hook took a slot past its full chunk and has not reached its
 		 * slow path yet (or is parking there): the chunk is full. */
 		pos = within_chunk(pos, start + HP_CHUNK_EVENTS);

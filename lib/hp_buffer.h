@@ -27,12 +27,13 @@
 #define HP_CHUNK_EVENTS (HP_CHUNK_BYTES / sizeof(struct hp_raw))
 
 /*
- * Stream mode: the event buffers of a process's live threads share this
- * budget (or one buffer's size, if HOOKPROF_BUFFER is larger). Each ring
- * starts with 2 chunks (128 KiB) and doubles, at the end of its first lap,
- * while the budget has room, up to HOOKPROF_BUFFER: the busiest threads
- * get the memory, and a thread that exits gives its share back. Memory
- * stays within the budget plus 2 chunks a thread. Ring mode keeps every
+ * Stream mode: the event buffers of a process's live threads grow within
+ * this budget (or one buffer's size, if HOOKPROF_BUFFER is larger). Each
+ * ring starts with 2 chunks (128 KiB) of its own and doubles as its
+ * thread fills it (hp_buffer.c, grow_ring), up to HOOKPROF_BUFFER, while
+ * it is within its share and the budget has room: the busy threads get
+ * the memory, and a thread that exits gives its part back. Memory stays
+ * within the budget plus 2 chunks a thread. Ring mode keeps every
  * thread's size: what a flight recorder keeps is what was asked for.
  */
 #define HP_STREAM_BUDGET (8u << 20)
@@ -85,7 +86,7 @@ struct hp_thread {
 	struct hp_chunk_own *own; /* each chunk's, written before it is published */
 	size_t map_bytes;
 	size_t budgeted;         /* bytes counted in the stream budget, given back when freed */
-	uint32_t nchunks;        /* a power of two; doubles in the first lap (hp_buffer.c, grow_ring) */
+	uint32_t nchunks;        /* a power of two; doubles as the ring fills (hp_buffer.c, grow_ring) */
 	uint32_t max_chunks;     /* mapped: the full ring */
 	uint32_t busy_counted;   /* it filled its first 2 chunks: it has a share of the budget */
 	uint64_t grown_ns;       /* hp_clock_ns of its start or its last doubling */
@@ -224,7 +225,8 @@ extern hp_mutex_t hp_threads_lock HP_HIDDEN;
 
 int hp_buffer_init(const struct hp_config *cfg) HP_HIDDEN;
 /* A thread's buffer as hp_buffer_init sized it (a power of two of chunks):
- * the largest; in stream mode threads past the budget get less. */
+ * the largest; in stream mode a ring starts smaller and grows to it while
+ * the budget allows. */
 size_t hp_buffer_bytes(void) HP_HIDDEN;
 
 /* Publishes the calling thread's partial chunk; it will record no more.

@@ -200,7 +200,11 @@ int hp_futex_wait_while(uint32_t *word, uint32_t value, int limit_ms) HP_HIDDEN;
 /* Holds the asynchronous signals off on the calling thread while it holds
  * one of our locks, so that a fatal signal's flush never waits for it
  * (faults, SIGSEGV and the like, stay deliverable); *saved: the mask
- * before. Windows: nothing to hold (no-op). */
+ * before, for the release. Holds nest: inside a hold, a hold and its
+ * release make no system call and leave *saved unwritten (a handler of a
+ * fault that leaves a held region by siglongjmp leaves it held for good:
+ * later holds on that thread then hold nothing). Windows: nothing to hold
+ * (no-op). */
 void hp_signals_hold(hp_sigmask_t *saved) HP_HIDDEN;
 void hp_signals_release(const hp_sigmask_t *saved) HP_HIDDEN;
 

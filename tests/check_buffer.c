@@ -590,20 +590,20 @@ static uint64_t budget_events(const struct budget_want *w)
 	return n;
 }
 
-/* 8 MiB rings (128 chunks) in an 8 MiB budget, 20 threads alive at the
- * end, the busy ones (200 chunks of events each) one after another: the
- * first grows to 4 MiB (with 4 threads' 2 chunks committed, 8 MiB would
- * pass the budget), the next to 2 MiB, what is left; the last two find no
- * room to double into; the idle ones keep 2 chunks. A thread that is idle
- * takes no share: the first busy one is not held to 8 MiB / 4. */
+/* 8 MiB rings (128 chunks) in an 8 MiB budget for their growth (a ring's
+ * first 2 chunks are its own), 20 threads alive at the end, the busy ones
+ * (200 chunks of events each) one after another: the first grows to its
+ * whole 8 MiB (126 chunks from the budget, idle threads or not), the next
+ * to 4 chunks (the last 2 chunks' room), the last two find no room to
+ * double into; the idle ones keep 2 chunks. */
 START_TEST(test_stream_budget_to_the_busy)
 {
 	static struct budget_want want;
 	want.events[3] = 200 * CHUNK;
-	want.nchunks[3] = 64;
+	want.nchunks[3] = 128;
 	for (int i = 0; i < 3; i++)
 		want.events[16 + i] = 200 * CHUNK;
-	want.nchunks[16] = 32;
+	want.nchunks[16] = 4;
 	run_ok(NULL, child_budget, &want);
 	analyze_order(NULL);
 	ck_assert_uint_eq(A.events, budget_events(&want));
@@ -620,6 +620,95 @@ START_TEST(test_stream_budget_two_busy_full)
 	want.nchunks[0] = want.nchunks[1] = 32;
 	const char *const env[] = { "HOOKPROF_BUFFER", "2M", NULL };
 	run_ok(env, child_budget, &want);
+}
+END_TEST
+
+/* The usual shape: a main thread that starts a worker and waits for it.
+ * The worker gets its whole default buffer (the main thread's 2 chunks
+ * are not taken from the budget). */
+static uint32_t worker_chunks;
+
+static void *busy_worker(void *arg)
+{
+	(void)arg;
+	record_range(0, 300 * CHUNK);
+	worker_chunks = hp_tls.thread ? hp_tls.thread->nchunks : 0;
+	return NULL;
+}
+
+static int child_main_and_worker(void *arg)
+{
+	(void)arg;
+	hp_buffer_grow_interval_ns = 0;
+	record_range(0, 2);
+	pthread_t th;
+	TK_CHILD_EQ(pthread_create(&th, NULL, busy_worker, NULL), 0);
+	TK_CHILD_EQ(pthread_join(th, NULL), 0);
+	TK_CHILD_EQ(worker_chunks, 128);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_stream_budget_worker_gets_whole_buffer)
+{
+	run_ok(NULL, child_main_and_worker, NULL);
+}
+END_TEST
+
+/*
+ * A signal handler that runs while its thread's ring doubles (this
+ * binary's clock_gettime, which the doubling reads, raises it): the
+ * switch is chunk work (switching), so the handler's events wait in the
+ * held events, the rest counted lost, and the doubling is whole: one
+ * doubling, charged once, one busy thread.
+ */
+#define HANDLER_EVENTS 100
+static __thread int raise_in_clock;
+
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	if (raise_in_clock) {
+		raise_in_clock = 0;
+		raise(SIGUSR1);
+	}
+	return syscall(SYS_clock_gettime, id, ts) ? -1 : 0;
+}
+
+static void record_in_handler(int sig)
+{
+	(void)sig;
+	record_range(0, HANDLER_EVENTS);
+}
+
+static int child_handler_in_growth(void *arg)
+{
+	(void)arg;
+	hp_buffer_grow_interval_ns = 0;
+	struct sigaction sa = { .sa_handler = record_in_handler }, old;
+	sigaction(SIGUSR1, &sa, &old);
+	record_range(0, 2 * CHUNK - 1); /* chunk 0, and chunk 1 but one */
+	struct hp_thread *t = hp_tls.thread;
+	TK_CHILD_TRUE(t != NULL);
+	/* a free chunk at the switch, so that it is the fast one (signals on) */
+	while (__atomic_load_n(&t->tail, __ATOMIC_ACQUIRE) < 1)
+		sched_yield();
+	raise_in_clock = 1;
+	record_range(2 * CHUNK - 1, 2); /* chunk 1's last, then the switch to 2 */
+	raise_in_clock = 0;
+	sigaction(SIGUSR1, &old, NULL);
+	TK_CHILD_EQ(t->nchunks, 4);
+	TK_CHILD_EQ(t->budgeted, 2 * HP_CHUNK_BYTES);
+	TK_CHILD_EQ(t->busy_counted, 1);
+	TK_CHILD_EQ(t->lost_reentry, HANDLER_EVENTS - HP_HELD_EVENTS);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_handler_while_ring_doubles)
+{
+	const char *const env[] = { "HOOKPROF_BUFFER", "512K", NULL };
+	run_ok(env, child_handler_in_growth, NULL);
+	analyze_order(NULL);
+	ck_assert_uint_eq(A.events, 2 * CHUNK + 1 + HP_HELD_EVENTS);
+	ck_assert_uint_eq(tk_lost_total(&A), HANDLER_EVENTS - HP_HELD_EVENTS);
 }
 END_TEST
 
@@ -678,6 +767,48 @@ START_TEST(test_ring_grows_at_a_later_lap)
 	ck_assert_uint_eq(o.wrong_at, NONE);
 	ck_assert_uint_eq(o.resets, 0);
 	ck_assert_uint_eq(tk_lost_total(&A), 0);
+}
+END_TEST
+
+/* The final flush's snapshot of a 2-chunk ring whose owner published
+ * chunk 1 and waits for chunk 2's slot (slot 0, still chunk 0's): nothing
+ * of chunk 2 is there. (Its pos, chunk 1's end, also lies one chunk past
+ * chunk 2's end, which a hook's overshoot would fill whole.) */
+static struct hp_thread *waiting_owner;
+
+static void *fill_then_wait(void *arg)
+{
+	(void)arg;
+	record_range(0, 2 * CHUNK);
+	__atomic_store_n(&waiting_owner, hp_tls.thread, __ATOMIC_RELEASE);
+	record(2 * CHUNK); /* publishes chunk 1, waits for a free chunk */
+	return NULL;
+}
+
+static int child_snapshot_waiting(void *arg)
+{
+	(void)arg;
+	record_range(0, 2); /* the main thread starts the runtime */
+	TK_CHILD_EQ(hp_writer_lock_for_fork(), 0); /* the writer consumes nothing */
+	pthread_t th;
+	TK_CHILD_EQ(pthread_create(&th, NULL, fill_then_wait, NULL), 0);
+	struct hp_thread *t;
+	while (!(t = __atomic_load_n(&waiting_owner, __ATOMIC_ACQUIRE)) ||
+	       !__atomic_load_n(&t->waiting, __ATOMIC_ACQUIRE))
+		sched_yield();
+	static struct hp_raw snap[CHUNK];
+	uint32_t seq = 0;
+	size_t n = hp_buffer_snapshot_partial(t, snap, &seq, 0);
+	hp_writer_unlock_after_fork();
+	TK_CHILD_EQ(pthread_join(th, NULL), 0);
+	TK_CHILD_EQ(n, 0);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_snapshot_of_owner_waiting_for_a_chunk)
+{
+	const char *const env[] = { "HOOKPROF_BUFFER", "128K", NULL };
+	run_ok(env, child_snapshot_waiting, NULL);
 }
 END_TEST
 
@@ -886,6 +1017,14 @@ pid_t getpid(void)
 int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	sigmask_calls += counting_calls;
+	/* As glibc's: its own two signals (cancellation, setxid) stay open. */
+	sigset_t own;
+	if (set && how != SIG_UNBLOCK) {
+		own = *set;
+		sigdelset(&own, SIGRTMIN - 2);
+		sigdelset(&own, SIGRTMIN - 1);
+		set = &own;
+	}
 	return syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8) ? errno : 0;
 }
 
@@ -908,19 +1047,23 @@ static int child_full_ring_calls(void *arg)
 	struct hp_thread *t = hp_tls.thread;
 	TK_CHILD_TRUE(t != NULL);
 	TK_CHILD_EQ(t->nchunks, 2);
+	/* Without MADV_WIPEONFORK (before Linux 4.14) there is no memory mark,
+	 * and every switch asks getpid: nothing to count. */
+	if (!hp_runtime_marked_ours())
+		return TK_CHILD_OK;
 	/* Until the writer has taken chunk 0 the ring would look full to the
 	 * switch below for a reason of its own: wait for it to be empty. */
 	hp_buffer_publish_self();
 	while (__atomic_load_n(&t->tail, __ATOMIC_ACQUIRE) != t->head)
 		sched_yield();
 	TK_CHILD_EQ(hp_writer_lock_for_fork(), 0);
-	record_range(0, 2 * CHUNK - 1); /* chunk 1 full, chunk 2 (slot 0) all but one */
+	record_range(0, 2 * CHUNK - 1); /* chunk 2 (slot 0) full, chunk 3 (slot 1) all but one */
 	pthread_t th;
 	TK_CHILD_EQ(pthread_create(&th, NULL, let_go_when_waiting, NULL), 0);
 	__atomic_store_n(&owner_thread, t, __ATOMIC_RELEASE);
 	uint32_t fast_before = t->fast_switches;
 	counting_calls = 1;
-	record_range(2 * CHUNK - 1, 2); /* the last of chunk 3, then the switch */
+	record_range(2 * CHUNK - 1, 2); /* chunk 3's last, then the switch to 4: full */
 	counting_calls = 0;
 	TK_CHILD_EQ(pthread_join(th, NULL), 0);
 	TK_CHILD_EQ(t->fast_switches, fast_before + 1); /* not a 64th */
@@ -1417,6 +1560,9 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_stream_budget_idle_keep_two);
 	tcase_add_test(core, test_stream_budget_two_busy_full);
 	tcase_add_test(core, test_stream_budget_busy_among_idle);
+	tcase_add_test(core, test_stream_budget_worker_gets_whole_buffer);
+	tcase_add_test(core, test_handler_while_ring_doubles);
+	tcase_add_test(core, test_snapshot_of_owner_waiting_for_a_chunk);
 	tcase_add_test(core, test_ring_grows_at_a_later_lap);
 	tcase_add_test(core, test_stream_budget_small_buffers);
 	tcase_add_test(core, test_ring_no_budget);
