@@ -58,11 +58,15 @@ struct hp_dict {
 	uint32_t count;
 	uint64_t *addr_of; /* index -> address */
 	uint32_t addr_cap;
+	struct hp_enter_op *recent; /* in front of the table (hp_encode.c) */
 };
 
 /* One stream's view: what the reader will have seen so far. */
 struct hp_enc_stream {
-	uint32_t *stack; /* open function indices */
+	/* frames[1..depth]: the open frames, outermost first, each as its
+	 * exit's raw word (address | HP_RAW_EXIT); frames[0] is 0, no exit's,
+	 * so that the top is frames[depth] always */
+	uint64_t *frames;
 	size_t depth;
 	size_t cap;
 	uint64_t last_tick;
@@ -74,6 +78,12 @@ struct hp_enc_stream {
 	uint64_t min_calls; /* calls dropped by the minimum, and their ticks */
 	uint64_t min_ticks;
 };
+
+/* Address of open frame i of s (0: the outermost), i < s->depth. */
+static inline uint64_t hp_enc_open_frame(const struct hp_enc_stream *s, size_t i)
+{
+	return s->frames[i + 1] & ~HP_RAW_EXIT;
+}
 
 int hp_dict_init(struct hp_dict *d) HP_HIDDEN;
 void hp_dict_free(struct hp_dict *d) HP_HIDDEN;
