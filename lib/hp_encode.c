@@ -274,37 +274,46 @@ static __attribute__((noinline)) uint8_t *encode_slow(struct hp_dict *d, struct 
 	return put_enter(p, (uint32_t)index, delta);
 }
 
-/* The LEB128 varint of v < 2^14, as one little-endian word of *len
- * bytes, without a branch (a delta's length is not predictable). */
-static inline uint64_t short_varint(uint64_t v, uint64_t *len)
+static inline uint64_t exit_long_word(uint64_t delta)
 {
-	uint64_t more = v >= 0x80;
-	*len = 1 + more;
-	return (v & 0x7f) | (v << 1 & 0x7f00) | more << 7;
+	return HP_OP_EXIT_LONG | 0x8000 | (delta & 0x3f) << 9 | (delta >> 6) << 16;
+}
+
+/* The enter's op (bits long) and the delta's varint after it. */
+static inline uint64_t enter_word(uint64_t op, uint64_t bits, uint64_t delta, uint64_t *len)
+{
+	uint64_t more = delta >= 0x80;
+	*len = bits / 8 + 1 + more;
+	return op | ((delta & 0x7f) | (delta << 1 & 0x7f00) | more << 7) << bits;
 }
 
 /*
- * The fast path: an exit of the top frame with a delta under 2^13 (its
- * long form's zigzag fits two bytes), or an enter of the function entered
- * just before or of a recent one with a delta under 2^14. The enter's op
- * and the delta's varint are one 8-byte store whatever their lengths.
- * frames[] holds each open frame's exit word (the address | HP_RAW_EXIT),
- * so an exit is compared with the top with no mask and no copy of the top
- * kept in step.
+ * The fast path: an exit of the top frame with a delta under FAST_DELTA /
+ * 2 (its long form's zigzag fits two bytes), or an enter of the function
+ * entered just before or of a recent one with a delta under FAST_DELTA.
+ * The op and the delta's varint are one 8-byte store whatever their
+ * lengths. frames[] holds each open frame's exit word (the address |
+ * HP_RAW_EXIT), so an exit is compared with the top with no mask and no
+ * copy of the top kept in step.
+ *
+ * Two ways with the delta's length (1 byte under 0x80, or more): when
+ * nearly all deltas are short (a call-dense program), a branch, which is
+ * then always predicted and costs least; when many are long (mixed), no
+ * branch but selects, which cost a few instructions and never a
+ * misprediction. Each call takes the way its stream's last call
+ * measured (s->mixed).
  *
  * Locals hold the state: every store through the uint8_t output pointer
  * may alias a struct field, so fields would be reloaded per event. They go
  * back to *s around the slow path.
  */
-static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
-			  const struct hp_raw *ev, size_t n, uint8_t *out)
+static inline __attribute__((always_inline)) ssize_t
+encode_run(struct hp_dict *d, struct hp_enc_stream *s, const struct hp_raw *ev, size_t n,
+	   uint8_t *out, const int mixed)
 {
-	if (reserve_frames(s, n) < 0)
-		return -1;
-	s->written = n;
 	uint8_t *p = out;
 	uint64_t last = s->last_tick;
-	size_t depth = s->depth;
+	size_t depth = s->depth, longs = 0;
 	uint64_t *frames = s->frames; /* does not move within the call */
 	const struct hp_enter_op *recent = d->recent;
 	uint64_t last_addr = HP_RAW_EXIT, last_op = 0, last_bits = 0; /* the enter's before */
@@ -314,13 +323,15 @@ static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
 		if ((int64_t)raw < 0) {
 			if (unlikely(raw != frames[depth]))
 				goto slow;
-			if (likely(delta < 0x80)) {
+			if (!mixed && likely(delta < 0x80)) {
 				*p++ = (uint8_t)(HP_OP_EXIT_SHORT | delta);
 			} else {
 				if (unlikely(delta >= FAST_DELTA / 2))
 					goto slow;
-				hp_le64(p, HP_OP_EXIT_LONG | short_varint(delta << 1, &len) << 8);
-				p += 1 + len;
+				uint64_t one = delta < 0x80, mask = -one;
+				hp_le64(p, ((HP_OP_EXIT_SHORT | delta) & mask) | (exit_long_word(delta) & ~mask));
+				p += 3 - 2 * one;
+				longs += 1 - one;
 			}
 			depth--;
 			last = tick;
@@ -334,10 +345,16 @@ static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
 			last_op = r->bytes;
 			last_bits = r->bits;
 		}
-		if (unlikely(delta >= FAST_DELTA))
-			goto slow;
-		hp_le64(p, last_op | short_varint(delta, &len) << last_bits);
-		p += len + last_bits / 8;
+		if (!mixed && likely(delta < 0x80)) {
+			hp_le64(p, last_op | delta << last_bits);
+			p += last_bits / 8 + 1;
+		} else {
+			if (unlikely(delta >= FAST_DELTA))
+				goto slow;
+			hp_le64(p, enter_word(last_op, last_bits, delta, &len));
+			p += len;
+			longs += delta >= 0x80;
+		}
 		frames[++depth] = raw | HP_RAW_EXIT;
 		last = tick;
 		continue;
@@ -351,7 +368,18 @@ static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
 	}
 	s->depth = depth;
 	s->last_tick = last;
+	if (n >= 64) /* a chunk, not one event of HOOKPROF_MIN's */
+		s->mixed = longs * 8 > n;
 	return p - out;
+}
+
+static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
+			  const struct hp_raw *ev, size_t n, uint8_t *out)
+{
+	if (reserve_frames(s, n) < 0)
+		return -1;
+	s->written = n;
+	return s->mixed ? encode_run(d, s, ev, n, out, 1) : encode_run(d, s, ev, n, out, 0);
 }
 
 static uint64_t min_ticks;

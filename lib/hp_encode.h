@@ -71,6 +71,7 @@ struct hp_enc_stream {
 	size_t cap;
 	uint64_t last_tick;
 	uint64_t written; /* events the last hp_encode or hp_encode_flush wrote */
+	int mixed; /* the last chunk had many long deltas (hp_encode.c) */
 	/* HOOKPROF_MIN: an enter is held back until the next event says
 	 * whether it was a call shorter than the minimum with no callee. */
 	struct hp_raw pending;
