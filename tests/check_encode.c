@@ -1049,11 +1049,16 @@ static const int64_t ref_steps[] = {
 
 /* One raw event of a stream with open frames stack[0..*depth) (as its
  * program would have them): mostly enters and exits of the top with small
- * steps, a hot set of functions and a cold one, and everything rarer. */
-static struct hp_raw ref_next(struct ref_stream *g, const uint64_t *fn, size_t nf, uint64_t *tick)
+ * steps (calm: nearly all under 0x80, as in a call-dense program; else
+ * mixed), a hot set of functions and a cold one, and everything rarer. */
+static struct hp_raw ref_next(struct ref_stream *g, const uint64_t *fn, size_t nf, uint64_t *tick,
+			      int calm)
 {
 	uint64_t r = rnd() % 1000, d = rnd() % 100;
-	*tick += d < 80 ? rnd() % 400 : (uint64_t)ref_steps[rnd() % NRAW(ref_steps)];
+	if (calm)
+		*tick += d < 98 ? rnd() % 0x80 : (uint64_t)ref_steps[rnd() % NRAW(ref_steps)];
+	else
+		*tick += d < 80 ? rnd() % 400 : (uint64_t)ref_steps[rnd() % NRAW(ref_steps)];
 	struct hp_raw e = { 0, *tick };
 	if (r < 5) {
 		e.addr = HP_RAW_NOTHING;
@@ -1100,8 +1105,9 @@ static void assert_same_as_reference(uint64_t seed, size_t nf, size_t events)
 	for (size_t done = 0; done < events;) {
 		int k = (int)(rnd() % 2);
 		size_t n = rnd() % 8 ? 1 + rnd() % 5000 : 1 + rnd() % 4;
+		int calm = (int)(rnd() % 2); /* the encoder's two ways (hp_encode.c) */
 		for (size_t i = 0; i < n; i++)
-			ev[i] = ref_next(&gen[k], fn, nf, &tick[k]);
+			ev[i] = ref_next(&gen[k], fn, nf, &tick[k], calm);
 		uint8_t *p = want;
 		for (size_t i = 0; i < n; i++)
 			p = ref_event(rd, &rs[k], ev[i], p);
