@@ -3,10 +3,12 @@
  *
  * The common event is decided by one test: an exit of the top frame, or an
  * enter of a function of the recent table (below), with a tick delta under
- * FAST_DELTA. Its bytes are made without a branch and written by one 8-byte
- * store; the output pointer then moves by their length. Everything else
- * (new functions, exits of other frames, control events, long or negative
- * deltas) goes out of line, the format unchanged.
+ * FAST_DELTA. Its op and varint are written by one 8-byte store (the
+ * output's bound leaves room), the output pointer then moving by their
+ * length. Everything else (new functions, exits of other frames, control
+ * events, long or negative deltas) goes out of line (encode_slow). The
+ * bytes are the same either way: tests/check_encode.c compares them with
+ * a plain encoder's.
  */
 #include "hp_encode.h"
 
@@ -274,6 +276,8 @@ static __attribute__((noinline)) uint8_t *encode_slow(struct hp_dict *d, struct 
 	return put_enter(p, (uint32_t)index, delta);
 }
 
+/* An exit's long form for a delta in [0x80, FAST_DELTA / 2): 0x40 and the
+ * two-byte varint of the zigzagged delta (2 * delta), 3 bytes. */
 static inline uint64_t exit_long_word(uint64_t delta)
 {
 	return HP_OP_EXIT_LONG | 0x8000 | (delta & 0x3f) << 9 | (delta >> 6) << 16;

@@ -91,7 +91,10 @@ void hp_dict_free(struct hp_dict *d) HP_HIDDEN;
 void hp_enc_stream_free(struct hp_enc_stream *s) HP_HIDDEN;
 
 /* Output space hp_encode may need for n events; for n + 1 with
- * HOOKPROF_MIN (the enter held back from before comes out too). */
+ * HOOKPROF_MIN (the enter held back from before comes out too). It may
+ * write up to 7 bytes past the ones it returns (one 8-byte store for an
+ * event of 1 to 6 bytes), within the bound: no event takes more than 26
+ * of its 32. */
 static inline size_t hp_encode_bound(size_t n) { return 1 + n * 32; }
 /* And for the one mark of hookprof's own time a chunk may hold. */
 #define HP_ENCODE_OWN_BOUND 11
