@@ -320,7 +320,9 @@ encode_run(struct hp_dict *d, struct hp_enc_stream *s, const struct hp_raw *ev, 
 	size_t depth = s->depth, longs = 0;
 	uint64_t *frames = s->frames; /* does not move within the call */
 	const struct hp_enter_op *recent = d->recent;
-	uint64_t last_addr = HP_RAW_EXIT, last_op = 0, last_bits = 0; /* the enter's before */
+	/* the function entered last: its address, op, the op's bits and
+	 * bytes + 1 (with a one-byte delta) */
+	uint64_t last_addr = HP_RAW_EXIT, last_op = 0, last_bits = 0, last_len = 0;
 	for (const struct hp_raw *e = ev, *end = ev + n; e < end; e++) {
 		uint64_t raw = e->addr, tick = e->tick;
 		uint64_t delta = tick - last, len;
@@ -348,10 +350,11 @@ encode_run(struct hp_dict *d, struct hp_enc_stream *s, const struct hp_raw *ev, 
 			last_addr = raw;
 			last_op = r->bytes;
 			last_bits = r->bits;
+			last_len = last_bits / 8 + 1;
 		}
 		if (!mixed && likely(delta < 0x80)) {
 			hp_le64(p, last_op | delta << last_bits);
-			p += last_bits / 8 + 1;
+			p += last_len;
 		} else {
 			if (unlikely(delta >= FAST_DELTA))
 				goto slow;
