@@ -1,21 +1,65 @@
 /*
  * hp_encode.c - the event stream encoder.
  *
- * Typical cost: an exit of the top frame is one byte and needs no hash
- * lookup (the top frame's address is compared directly); an enter of one of
- * the first 63 functions with a tick delta under 128 is two bytes, and an
- * enter of the function entered just before needs no lookup either.
+ * The common event is decided by one test: an exit of the top frame, or an
+ * enter of a function of the recent table (below), with a tick delta under
+ * FAST_DELTA. Its op and varint are written by one 8-byte store (the
+ * output's bound leaves room), the output pointer then moving by their
+ * length. Everything else (new functions, exits of other frames, control
+ * events, long or negative deltas) goes out of line (encode_slow). The
+ * bytes are the same either way: tests/check_encode.c compares them with
+ * a plain encoder's.
  */
 #include "hp_encode.h"
 
 #include "hp_format.h"
 
 #define DICT_INITIAL_SLOTS 4096u
-#define STACK_INITIAL 4096u
+/* A chunk's events can open as many frames (reserve_frames). */
+#define FRAMES_INITIAL 8192u
+
+/*
+ * The recent table: address -> that function's enter op (00iiiiii, or
+ * 00111111 and the index's varint), so an enter needs one load and one
+ * compare, not the dictionary's probe and the op's branches. Two ways a
+ * set, the newest first, both in one cache line: with one way, 300 hot
+ * functions (encode_bench's "wide" stream) took turns in shared slots
+ * through the slow path (4.5 ns per event; 3.3 with two ways of 512 sets,
+ * 5-6 with two ways of 256: the second way's hits mispredicted). 16 KiB,
+ * of which only the hot functions' lines are read.
+ */
+#define RECENT_SET_BITS 9
+#define RECENT_SLOTS (2u << RECENT_SET_BITS)
+/* Indices whose op fits 4 bytes: 63 and a varint of up to 3 bytes. */
+#define RECENT_INDEX_LIMIT (1u << 21)
+
+struct hp_enter_op {
+	uint64_t addr; /* HP_RAW_EXIT (no function's) when empty */
+	uint32_t bytes; /* the op, little-endian */
+	uint32_t bits;  /* its length in bits */
+};
+
+/* Deltas the fast path writes: a varint of at most 2 bytes. */
+#define FAST_DELTA (1u << 14)
 
 static uint32_t slot_of(uint64_t addr, uint32_t mask)
 {
 	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & mask;
+}
+
+/* The first of the two ways of addr's set. */
+static uint32_t recent_set(uint64_t addr)
+{
+	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> (64 - RECENT_SET_BITS)) * 2;
+}
+
+/* addr's enter op, or NULL when the table does not hold it. */
+static inline const struct hp_enter_op *recent_find(const struct hp_enter_op *recent, uint64_t addr)
+{
+	const struct hp_enter_op *r = &recent[recent_set(addr)];
+	if (likely(r[0].addr == addr))
+		return &r[0];
+	return r[1].addr == addr ? &r[1] : NULL;
 }
 
 int hp_dict_init(struct hp_dict *d)
@@ -24,12 +68,15 @@ int hp_dict_init(struct hp_dict *d)
 	d->slot_addr = hp_pages_alloc(DICT_INITIAL_SLOTS * sizeof(uint64_t));
 	d->slot_index = hp_pages_alloc(DICT_INITIAL_SLOTS * sizeof(uint32_t));
 	d->addr_of = hp_pages_alloc(DICT_INITIAL_SLOTS / 2 * sizeof(uint64_t));
-	if (!d->slot_addr || !d->slot_index || !d->addr_of) {
+	d->recent = hp_pages_alloc(RECENT_SLOTS * sizeof(struct hp_enter_op));
+	if (!d->slot_addr || !d->slot_index || !d->addr_of || !d->recent) {
 		hp_dict_free(d);
 		return -1;
 	}
 	d->mask = DICT_INITIAL_SLOTS - 1;
 	d->addr_cap = DICT_INITIAL_SLOTS / 2;
+	for (uint32_t i = 0; i < RECENT_SLOTS; i++)
+		d->recent[i].addr = HP_RAW_EXIT;
 	return 0;
 }
 
@@ -38,6 +85,7 @@ void hp_dict_free(struct hp_dict *d)
 	hp_pages_free(d->slot_addr, (size_t)(d->mask + 1) * sizeof(uint64_t));
 	hp_pages_free(d->slot_index, (size_t)(d->mask + 1) * sizeof(uint32_t));
 	hp_pages_free(d->addr_of, (size_t)d->addr_cap * sizeof(uint64_t));
+	hp_pages_free(d->recent, RECENT_SLOTS * sizeof(struct hp_enter_op));
 	*d = (struct hp_dict){ 0 };
 }
 
@@ -84,8 +132,9 @@ static int dict_grow(struct hp_dict *d)
 	return 0;
 }
 
-/* Index of addr; a new address gets the next index and a DEFINE record. */
-static int64_t dict_index_slow(struct hp_dict *d, uint64_t addr, uint8_t **out)
+/* Index of addr; a new address gets the next index and a DEFINE op
+ * appended at *out. */
+static int64_t dict_index(struct hp_dict *d, uint64_t addr, uint8_t **out)
 {
 	uint64_t key = slot_key(addr);
 	for (uint32_t i = slot_of(key, d->mask);; i = (i + 1) & d->mask) {
@@ -105,36 +154,51 @@ static int64_t dict_index_slow(struct hp_dict *d, uint64_t addr, uint8_t **out)
 	return index;
 }
 
-/* Index of addr, or a new one and its DEFINE op appended at *out. Most
- * lookups hit the first slot probed: that is inline, the rest out of line,
- * through a copy of the output pointer so that the caller's can stay in a
- * register. */
-static inline int64_t dict_index(struct hp_dict *d, uint64_t addr, uint8_t **out)
+/* The short form of an enter's op (a delta that is not negative). */
+static uint8_t *put_enter_op(uint8_t *p, uint32_t index)
 {
-	uint64_t key = slot_key(addr);
-	uint32_t i = slot_of(key, d->mask);
-	if (likely(d->slot_addr[i] == key))
-		return d->slot_index[i];
-	uint8_t *q = *out;
-	int64_t index = dict_index_slow(d, addr, &q);
-	*out = q;
-	return index;
+	if (index < HP_OP_ENTER_SHORT_MAX) {
+		*p++ = (uint8_t)index;
+		return p;
+	}
+	*p++ = HP_OP_ENTER_SHORT_MAX;
+	return hp_put_uvarint(p, index);
 }
 
-static int stack_grow(struct hp_enc_stream *s)
+static void remember_enter(struct hp_dict *d, uint64_t addr, uint32_t index)
 {
-	size_t cap = s->cap ? s->cap * 2 : STACK_INITIAL;
-	uint32_t *stack = hp_pages_grow(s->stack, s->cap * sizeof(uint32_t), cap * sizeof(uint32_t));
-	if (!stack)
+	if (index >= RECENT_INDEX_LIMIT)
+		return;
+	uint8_t op[8] = { 0 };
+	struct hp_enter_op *r = &d->recent[recent_set(addr)];
+	r[1] = r[0]; /* the older way goes */
+	r->addr = addr;
+	r->bits = (uint32_t)(put_enter_op(op, index) - op) * 8;
+	r->bytes = hp_rd32(op);
+}
+
+/* Room for frames[0..depth + n]: n events open n frames at most, and
+ * the fast path then needs no test. */
+static int reserve_frames(struct hp_enc_stream *s, size_t n)
+{
+	size_t need = s->depth + n + 1;
+	if (likely(need <= s->cap))
+		return 0;
+	size_t cap = s->cap ? s->cap : FRAMES_INITIAL;
+	while (cap < need)
+		cap *= 2;
+	uint64_t *frames = hp_pages_grow(s->frames, s->cap * sizeof(uint64_t), cap * sizeof(uint64_t));
+	if (!frames)
 		return -1;
-	s->stack = stack;
+	frames[0] = 0; /* no exit's raw word: no frame is the top */
+	s->frames = frames;
 	s->cap = cap;
 	return 0;
 }
 
 void hp_enc_stream_free(struct hp_enc_stream *s)
 {
-	hp_pages_free(s->stack, s->cap * sizeof(uint32_t));
+	hp_pages_free(s->frames, s->cap * sizeof(uint64_t));
 	*s = (struct hp_enc_stream){ 0 };
 }
 
@@ -145,13 +209,7 @@ static uint8_t *put_enter(uint8_t *p, uint32_t index, uint64_t delta)
 		p = hp_put_uvarint(p, index);
 		return hp_put_uvarint(p, hp_zigzag((int64_t)delta));
 	}
-	if (index < HP_OP_ENTER_SHORT_MAX) {
-		*p++ = (uint8_t)index;
-	} else {
-		*p++ = HP_OP_ENTER_SHORT_MAX;
-		p = hp_put_uvarint(p, index);
-	}
-	return hp_put_uvarint(p, delta);
+	return hp_put_uvarint(put_enter_op(p, index), delta);
 }
 
 static uint8_t *put_exit_top(uint8_t *p, uint64_t delta)
@@ -188,101 +246,174 @@ static uint8_t *put_control(uint8_t *p, uint64_t raw, uint64_t delta)
 	return p;
 }
 
-/* Exit of a frame other than the top: the rule of hp_stack_unwind_to. */
-static int encode_exit_other(struct hp_dict *d, struct hp_enc_stream *s, uint64_t addr,
-			     uint64_t delta, uint8_t **out)
+/* Exit of a frame other than the top: the rule of hp_stack_unwind_to,
+ * on addresses (one index per address). */
+static uint8_t *encode_exit_other(struct hp_dict *d, struct hp_enc_stream *s, uint64_t addr,
+				  uint64_t delta, uint8_t *p)
 {
-	int64_t index = dict_index(d, addr, out);
+	int64_t index = dict_index(d, addr, &p);
 	if (index < 0)
-		return -1;
-	*out = put_exit_fn(*out, (uint32_t)index, delta);
-	s->depth = hp_stack_unwind_to(s->stack, s->depth, (uint32_t)index);
-	return 0;
+		return NULL;
+	for (size_t i = s->depth; i > 0; i--)
+		if (s->frames[i] == (addr | HP_RAW_EXIT)) {
+			s->depth = i - 1;
+			break;
+		}
+	return put_exit_fn(p, (uint32_t)index, delta);
 }
 
-/* The address of the top frame, or one no function has (bit 63: an exit
- * never matches it) when no frame is open. */
-static inline uint64_t top_of(const uint64_t *addr_of, const uint32_t *stack, size_t depth)
+/* Any event, as the format says, but for the fast path's: the stream's
+ * depth and last tick in *s. Returns the output's end, or NULL if memory
+ * for the dictionary ran out. */
+static __attribute__((noinline)) uint8_t *encode_slow(struct hp_dict *d, struct hp_enc_stream *s,
+						      uint64_t raw, uint64_t tick, uint8_t *p)
 {
-	return depth ? addr_of[stack[depth - 1]] : HP_RAW_EXIT;
+	uint64_t delta = tick - s->last_tick, addr = raw & ~HP_RAW_EXIT;
+	if (raw == HP_RAW_NOTHING) {
+		s->written--; /* as if it were not there */
+		return p;
+	}
+	s->last_tick = tick;
+	if (raw & HP_RAW_EXIT) {
+		if (raw != s->frames[s->depth])
+			return encode_exit_other(d, s, addr, delta, p);
+		s->depth--;
+		return put_exit_top(p, delta);
+	}
+	if (raw & HP_RAW_CONTROL)
+		return put_control(p, raw, delta);
+	int64_t index = dict_index(d, addr, &p);
+	if (index < 0)
+		return NULL;
+	remember_enter(d, addr, (uint32_t)index);
+	s->frames[++s->depth] = raw | HP_RAW_EXIT;
+	return put_enter(p, (uint32_t)index, delta);
+}
+
+/* An exit's long form for a delta in [0x80, FAST_DELTA / 2): 0x40 and the
+ * two-byte varint of the zigzagged delta (2 * delta), 3 bytes. */
+static inline uint64_t exit_long_word(uint64_t delta)
+{
+	return HP_OP_EXIT_LONG | 0x8000 | (delta & 0x3f) << 9 | (delta >> 6) << 16;
+}
+
+/* The enter's op (bits long) and the delta's varint after it. */
+static inline uint64_t enter_word(uint64_t op, uint64_t bits, uint64_t delta, uint64_t *len)
+{
+	uint64_t more = delta >= 0x80;
+	*len = bits / 8 + 1 + more;
+	return op | ((delta & 0x7f) | (delta << 1 & 0x7f00) | more << 7) << bits;
 }
 
 /*
- * The loop keeps the stream's depth, stack and its size, the dictionary's
- * addresses and the top frame's address in locals: every store through the uint8_t
- * output pointer may alias a struct field, so fields would be reloaded per
- * event. They go back to *s around the out-of-line cases. The top's
- * address is loaded when the frame below becomes the top, not when the
- * next exit needs it: the exit's compare then waits for no load. An enter
- * of the function entered last (a recursion, a hot leaf called in a loop)
- * reuses its index without the hash lookup, whose load and compare were
- * the encoder's costliest step (encode_bench: 10-15% less time per event).
+ * The fast path: an exit of the top frame with a delta under FAST_DELTA /
+ * 2 (its long form's zigzag fits two bytes), or an enter of the function
+ * entered just before or of a recent one with a delta under FAST_DELTA.
+ * The op and the delta's varint are one 8-byte store whatever their
+ * lengths. frames[] holds each open frame's exit word (the address |
+ * HP_RAW_EXIT), so an exit is compared with the top with no mask and no
+ * copy of the top kept in step.
+ *
+ * Two ways with the delta's length (1 byte under 0x80, or more): when
+ * nearly all deltas are short (a call-dense program), a branch, which is
+ * then always predicted and costs least; when many are long (mixed), no
+ * branch but selects, which cost a few instructions and never a
+ * misprediction. Each call takes the way its stream's last call
+ * measured (s->mixed).
+ *
+ * Locals hold the state: every store through the uint8_t output pointer
+ * may alias a struct field, so fields would be reloaded per event. They go
+ * back to *s around the slow path.
  */
-static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
-			  const struct hp_raw *ev, size_t n, uint8_t *out)
+static inline __attribute__((always_inline)) ssize_t
+encode_run(struct hp_dict *d, struct hp_enc_stream *s, const struct hp_raw *ev, size_t n,
+	   uint8_t *out, const int mixed)
 {
 	uint8_t *p = out;
-	size_t nothing = 0;
 	uint64_t last = s->last_tick;
-	size_t depth = s->depth;
-	uint32_t *stack = s->stack;
-	size_t cap = s->cap;
-	const uint64_t *addr_of = d->addr_of; /* again after a lookup: it may grow */
-	uint64_t top = top_of(addr_of, stack, depth);
-	uint64_t last_addr = HP_RAW_EXIT; /* no function's: the first enter looks up */
-	uint32_t last_index = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t raw = ev[i].addr, tick = ev[i].tick;
-		uint64_t delta = tick - last;
-		uint64_t addr = raw & ~HP_RAW_EXIT;
+	size_t depth = s->depth, longs = 0;
+	uint64_t *frames = s->frames; /* does not move within the call */
+	const struct hp_enter_op *recent = d->recent;
+	/* the function entered last: its address, op, the op's bits and
+	 * bytes + 1 (with a one-byte delta) */
+	uint64_t last_addr = HP_RAW_EXIT, last_op = 0, last_bits = 0, last_len = 0;
+	for (const struct hp_raw *e = ev, *end = ev + n; e < end; e++) {
+		uint64_t raw = e->addr, tick = e->tick;
+		uint64_t delta = tick - last, len;
+		if ((int64_t)raw < 0) {
+			if (unlikely(raw != frames[depth]))
+				goto slow;
+			if (!mixed && likely(delta < 0x80)) {
+				*p++ = (uint8_t)(HP_OP_EXIT_SHORT | delta);
+			} else {
+				if (unlikely(delta >= FAST_DELTA / 2))
+					goto slow;
+				uint64_t one = delta < 0x80, mask = -one;
+				hp_le64(p, ((HP_OP_EXIT_SHORT | delta) & mask) | (exit_long_word(delta) & ~mask));
+				p += 3 - 2 * one;
+				longs += 1 - one;
+			}
+			depth--;
+			last = tick;
+			continue;
+		}
+		if (raw != last_addr) {
+			const struct hp_enter_op *r = recent_find(recent, raw);
+			if (unlikely(!r))
+				goto slow;
+			last_addr = raw;
+			last_op = r->bytes;
+			last_bits = r->bits;
+			last_len = last_bits / 8 + 1;
+		}
+		if (!mixed && likely(delta < 0x80)) {
+			hp_le64(p, last_op | delta << last_bits);
+			p += last_len;
+		} else {
+			if (unlikely(delta >= FAST_DELTA))
+				goto slow;
+			hp_le64(p, enter_word(last_op, last_bits, delta, &len));
+			p += len;
+			longs += delta >= 0x80;
+		}
+		frames[++depth] = raw | HP_RAW_EXIT;
 		last = tick;
-		if (raw & HP_RAW_EXIT) {
-			if (likely(addr == top)) {
-				depth--;
-				top = top_of(addr_of, stack, depth);
-				p = put_exit_top(p, delta);
-				continue;
-			}
-			s->depth = depth;
-			if (encode_exit_other(d, s, addr, delta, &p) < 0)
-				return -1;
-			depth = s->depth;
-			addr_of = d->addr_of;
-			top = top_of(addr_of, stack, depth);
-			continue;
-		}
-		if (unlikely(raw & HP_RAW_CONTROL)) {
-			if (raw == HP_RAW_NOTHING) {
-				last = tick - delta; /* as if it were not there */
-				nothing++;
-				continue;
-			}
-			p = put_control(p, raw, delta);
-			continue;
-		}
-		if (addr != last_addr) {
-			int64_t index = dict_index(d, addr, &p);
-			if (index < 0)
-				return -1;
-			last_addr = addr;
-			last_index = (uint32_t)index;
-			addr_of = d->addr_of;
-		}
-		p = put_enter(p, last_index, delta);
-		if (unlikely(depth == cap)) {
-			s->depth = depth;
-			if (stack_grow(s) < 0)
-				return -1;
-			stack = s->stack;
-			cap = s->cap;
-		}
-		stack[depth++] = last_index;
-		top = addr;
+		continue;
+	slow:
+		s->depth = depth;
+		s->last_tick = last;
+		if (!(p = encode_slow(d, s, raw, tick, p)))
+			return -1;
+		depth = s->depth;
+		last = s->last_tick;
 	}
 	s->depth = depth;
 	s->last_tick = last;
-	s->written = n - nothing;
+	if (n >= 64) /* a chunk, not one event of HOOKPROF_MIN's */
+		s->mixed = longs * 8 > n;
 	return p - out;
+}
+
+/* Each way a function of its own: its own registers. */
+static __attribute__((noinline)) ssize_t encode_calm(struct hp_dict *d, struct hp_enc_stream *s,
+						     const struct hp_raw *ev, size_t n, uint8_t *out)
+{
+	return encode_run(d, s, ev, n, out, 0);
+}
+
+static __attribute__((noinline)) ssize_t encode_mixed(struct hp_dict *d, struct hp_enc_stream *s,
+						      const struct hp_raw *ev, size_t n, uint8_t *out)
+{
+	return encode_run(d, s, ev, n, out, 1);
+}
+
+static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
+			  const struct hp_raw *ev, size_t n, uint8_t *out)
+{
+	if (reserve_frames(s, n) < 0)
+		return -1;
+	s->written = n;
+	return s->mixed ? encode_mixed(d, s, ev, n, out) : encode_calm(d, s, ev, n, out);
 }
 
 static uint64_t min_ticks;

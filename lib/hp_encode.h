@@ -58,15 +58,20 @@ struct hp_dict {
 	uint32_t count;
 	uint64_t *addr_of; /* index -> address */
 	uint32_t addr_cap;
+	struct hp_enter_op *recent; /* in front of the table (hp_encode.c) */
 };
 
 /* One stream's view: what the reader will have seen so far. */
 struct hp_enc_stream {
-	uint32_t *stack; /* open function indices */
+	/* frames[1..depth]: the open frames, outermost first, each as its
+	 * exit's raw word (address | HP_RAW_EXIT); frames[0] is 0, no exit's,
+	 * so that the top is frames[depth] always */
+	uint64_t *frames;
 	size_t depth;
 	size_t cap;
 	uint64_t last_tick;
 	uint64_t written; /* events the last hp_encode or hp_encode_flush wrote */
+	int mixed; /* the last chunk had many long deltas (hp_encode.c) */
 	/* HOOKPROF_MIN: an enter is held back until the next event says
 	 * whether it was a call shorter than the minimum with no callee. */
 	struct hp_raw pending;
@@ -75,12 +80,21 @@ struct hp_enc_stream {
 	uint64_t min_ticks;
 };
 
+/* Address of open frame i of s (0: the outermost), i < s->depth. */
+static inline uint64_t hp_enc_open_frame(const struct hp_enc_stream *s, size_t i)
+{
+	return s->frames[i + 1] & ~HP_RAW_EXIT;
+}
+
 int hp_dict_init(struct hp_dict *d) HP_HIDDEN;
 void hp_dict_free(struct hp_dict *d) HP_HIDDEN;
 void hp_enc_stream_free(struct hp_enc_stream *s) HP_HIDDEN;
 
 /* Output space hp_encode may need for n events; for n + 1 with
- * HOOKPROF_MIN (the enter held back from before comes out too). */
+ * HOOKPROF_MIN (the enter held back from before comes out too). It may
+ * write up to 7 bytes past the ones it returns (one 8-byte store for an
+ * event of 1 to 6 bytes), within the bound: no event takes more than 26
+ * of its 32. */
 static inline size_t hp_encode_bound(size_t n) { return 1 + n * 32; }
 /* And for the one mark of hookprof's own time a chunk may hold. */
 #define HP_ENCODE_OWN_BOUND 11

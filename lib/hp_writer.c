@@ -714,7 +714,7 @@ size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t
 		return 0; /* nothing of it encoded yet */
 	size_t n = enc->depth < max ? enc->depth : max;
 	for (size_t i = 0; i < n; i++)
-		frames[i] = dict.addr_of[enc->stack[i]];
+		frames[i] = hp_enc_open_frame(enc, i);
 	if (enc->has_pending && n < max) /* held back by HOOKPROF_MIN, open */
 		frames[n++] = enc->pending.addr;
 	return n;

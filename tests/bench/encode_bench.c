@@ -1,7 +1,8 @@
 /*
  * encode_bench.c - the writer's encoder alone (lib/hp_encode.c): ns per
  * event and bytes per event on synthetic streams shaped like the bench
- * programs, encoded chunk by chunk as the writer does. Then the same encoder
+ * programs (and one of many functions), encoded chunk by chunk as the
+ * writer does. Then the same encoder
  * on chunks another core has just written, as in a real run: a producer
  * thread stores the fib stream event by event at about a hook's pace into
  * an 8 MiB ring of 64 KiB chunks (plain stores, or non-temporal ones), a
@@ -92,6 +93,20 @@ static void tree(int depth)
 	for (int i = 0; i < kids; i++)
 		tree(depth + 1);
 	ret(f, 20 + (next_random() % 8 ? next_random() % 200 : next_random() % 5000));
+}
+
+/* An interpreter-like loop: 300 functions called in turn at random from
+ * one frame, 20-60 ticks apart; most of them past index 63. */
+static void wide_shape(void)
+{
+	call(0x405000, 30);
+	while (nev < MAX_EVENTS - 2) {
+		uint64_t k = next_random() % 300;
+		uint64_t f = 0x410000 + k * 0x40 + (k * k % 7) * 16;
+		call(f, 20 + next_random() % 40);
+		ret(f, 20 + next_random() % 40);
+	}
+	ret(0x405000, 30);
 }
 
 static double now(void)
@@ -307,6 +322,8 @@ int main(int argc, char **argv)
 	while (nev < MAX_EVENTS - 64)
 		tree(0);
 	measure("tree", seconds);
+	nev = 0, wide_shape();
+	measure("wide", seconds);
 	if (passes > 0) {
 		nev = 0, fib(24);
 		measure_cross(passes);
