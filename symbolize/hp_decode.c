@@ -60,8 +60,6 @@ static int push(struct hp_dec_stream *s, uint32_t func)
 		s->stack = stack;
 		s->cap = cap;
 	}
-	if (hp_opencount_add(&s->open, func) < 0)
-		return -1;
 	s->stack[s->depth++] = func;
 	return 0;
 }
@@ -69,8 +67,23 @@ static int push(struct hp_dec_stream *s, uint32_t func)
 static uint32_t pop(struct hp_dec_stream *s)
 {
 	uint32_t func = s->stack[--s->depth];
-	hp_opencount_sub(&s->open, func);
+	if (s->depth < s->counted) {
+		hp_opencount_sub(&s->open, func);
+		s->counted = s->depth;
+	}
 	return func;
+}
+
+/* The counts are brought up to the whole stack only when an exit of
+ * another function asks: each frame is counted at most once while it is
+ * open, so the cost stays linear in the events, and a stream without such
+ * exits never hashes. 0, or -1 out of memory. */
+static int count_open(struct hp_dec_stream *s)
+{
+	for (; s->counted < s->depth; s->counted++)
+		if (hp_opencount_add(&s->open, s->stack[s->counted]) < 0)
+			return -1;
+	return 0;
 }
 
 static int define(struct hp_funcs *f, uint64_t addr)
@@ -91,14 +104,17 @@ static int define(struct hp_funcs *f, uint64_t addr)
 
 /* An exit that is not of the top frame: every frame down to the newest of
  * func closes, as many per piece as fit (drain_unwind). */
-static void exit_other(struct hp_dec_stream *s, uint32_t func)
+static int exit_other(struct hp_dec_stream *s, uint32_t func)
 {
+	if (count_open(s))
+		return -1;
 	if (!hp_opencount_get(&s->open, func)) {
 		s->orphan_exits++;
-		return;
+		return 0;
 	}
 	s->unwind_to = hp_stack_unwind_to(s->stack, s->depth, func);
 	s->unwinding = 1;
+	return 0;
 }
 
 /* ---- regions --------------------------------------------------------- */
@@ -264,7 +280,7 @@ static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_d
 			NEED(v < f->n, "exit of an undefined function");
 			tick += (uint64_t)hp_unzigzag(u);
 			s->tick = tick; /* the tick of every frame it closes */
-			exit_other(s, (uint32_t)v);
+			NEED(!exit_other(s, (uint32_t)v), "out of memory");
 			recorded++;
 		} else if (op == HP_OP_DEFINE) {
 			NEED(p = hp_get_uvarint(p, end, &u), "truncated function definition");

@@ -23,8 +23,10 @@ struct hp_dec_stream {
 	uint64_t tick;
 	uint64_t orphan_exits; /* exits of frames entered before the stream began */
 	/* Open frames per function: a 0x41 exit of a function not on the
-	 * stack costs O(1), not a scan of the stack. */
+	 * stack costs O(1), not a scan of the stack. It counts the frames
+	 * stack[0, counted) only: the rest are counted at the next 0x41. */
 	struct hp_opencount open;
+	size_t counted;
 	/* A 0x41 whose frames are still being closed, down to this depth. */
 	size_t unwind_to;
 	int unwinding;
