@@ -38,12 +38,8 @@ double hp_carry_owed(const struct hp_carry *c, uint32_t fn)
 	return c->cap ? c->slot[slot_of(c, fn + 1)].owed : 0;
 }
 
-int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown)
+int hp_carry_owe(struct hp_carry *c, uint32_t fn, double v, double *shown)
 {
-	if (!c->cap && v > 0) {
-		*shown = v; /* the common case: nothing owed, nothing to owe */
-		return 0;
-	}
 	if (!c->cap && grow(c))
 		return -1;
 	size_t i = slot_of(c, fn + 1);

@@ -28,8 +28,18 @@ struct hp_carry {
 
 /* The time to show for a call of fn whose compensated time is v ticks
  * (maybe below 0): max(0, v - what fn owes), what is left owed kept. -1
- * out of memory (nothing changed). */
-int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown);
+ * out of memory (nothing changed). hp_carry_owe is its slow path, once a
+ * function owes or may. */
+int hp_carry_owe(struct hp_carry *c, uint32_t fn, double v, double *shown);
+/* Inline: every call comes here, and nearly all owe nothing. */
+static inline int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown)
+{
+	if (!c->cap && v > 0) {
+		*shown = v; /* the common case: nothing owed, nothing to owe */
+		return 0;
+	}
+	return hp_carry_owe(c, fn, v, shown);
+}
 /* What fn owes now: time its calls showed more than they had. */
 double hp_carry_owed(const struct hp_carry *c, uint32_t fn);
 void hp_carry_free(struct hp_carry *c);

@@ -340,8 +340,8 @@ static void symbol_of(const struct hp_analysis *a, struct hp_symbols *sym, uint3
 		hp_symbols_lookup_in(sym, module, a->funcs.addr[func], s);
 }
 
-/* The fns id of the trace's function id `func`, named at first sight. */
-static uint32_t global_fn(struct hp_drive *d, uint32_t func)
+/* global_fn's first sight of func: named and interned. */
+static uint32_t name_fn(struct hp_drive *d, uint32_t func)
 {
 	if (func >= d->ngfn) {
 		size_t n = d->ngfn ? d->ngfn : 1024;
@@ -365,6 +365,12 @@ static uint32_t global_fn(struct hp_drive *d, uint32_t func)
 	return d->gfn[func];
 }
 
+/* The fns id of the trace's function id `func`, named at first sight. */
+static inline uint32_t global_fn(struct hp_drive *d, uint32_t func)
+{
+	return func < d->ngfn && d->gfn[func] != HP_NO_FN ? d->gfn[func] : name_fn(d, func);
+}
+
 /* ---- calls out to the view ------------------------------------------------ */
 
 static double ns_at(const struct hp_drive *d, uint64_t tick)
@@ -380,9 +386,11 @@ static int send_enter(struct hp_drive *d, struct tstate *s, struct dframe *fr)
 	fr->sent = 1;
 	fr->outermost = open == 0;
 	d->shown++;
+	if (!d->v->ops->enter)
+		return 0;
 	struct hp_vframe vf = { .fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
 				.outermost = fr->outermost, .leaf = fr->exit_next };
-	return d->v->ops->enter ? d->v->ops->enter(d->v, s->vt, &vf) : 0;
+	return d->v->ops->enter(d->v, s->vt, &vf);
 }
 
 /* The enters still owed below and up to frame i (--min), oldest first. */
@@ -429,11 +437,12 @@ static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint
 	return measured - hooks;
 }
 
+/* raw: frame_self(d, fr, tick), which pop computed already. */
 static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t tick,
-		     int lost)
+		     int lost, double raw)
 {
 	double self;
-	if (hp_carry_settle(&s->carry, fr->fn, frame_self(d, fr, tick), &self))
+	if (hp_carry_settle(&s->carry, fr->fn, raw, &self))
 		return -1;
 	double dur = self + fr->child;
 	struct hp_vframe vf = {
@@ -494,7 +503,7 @@ static int shown_at_enter(struct hp_drive *d, const struct tstate *s, const stru
 	return 1;
 }
 
-static int push(struct hp_drive *d, struct tstate *s, const struct hp_ev *e)
+static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t tick)
 {
 	if (s->depth == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256;
@@ -504,15 +513,16 @@ static int push(struct hp_drive *d, struct tstate *s, const struct hp_ev *e)
 		s->f = f;
 		s->cap = cap;
 	}
-	uint32_t fn = global_fn(d, e->func);
+	uint32_t fn = global_fn(d, func);
 	if (fn == HP_NO_FN)
 		return -1;
-	uint8_t fl = fn_flags(d, fn);
+	const struct hp_filter *flt = &d->o->filter;
+	uint8_t fl = flt->has_exclude || flt->has_function ? fn_flags(d, fn) : FN_KNOWN;
 	struct dframe *below = s->depth ? &s->f[s->depth - 1] : NULL;
 	struct dframe *fr = &s->f[s->depth];
 	memset(fr, 0, sizeof(*fr));
-	fr->start = e->tick;
-	fr->hooked = !hp_is_region_func(e->func);
+	fr->start = tick;
+	fr->hooked = !hp_is_region_func(func);
 	fr->fn = fn;
 	fr->up = !below ? NO_FRAME : below->shown ? (uint32_t)(s->depth - 1) : below->up;
 	fr->sdepth = fr->up == NO_FRAME ? 0 : s->f[fr->up].sdepth + 1;
@@ -534,14 +544,15 @@ static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 			s->f[fr->up].hidden += fr->hooked;
 		return 0;
 	}
+	double self = frame_self(d, fr, tick);
 	if (d->o->filter.min_ns && !fr->sent) {
-		double self = frame_self(d, fr, tick), dur = (self > 0 ? self : 0) + fr->child;
+		double dur = (self > 0 ? self : 0) + fr->child;
 		if ((double)dur * d->tb.ns_per_tick < d->o->filter.min_ns)
 			return 0;
 		if (send_pending(d, s, i))
 			return -1;
 	}
-	return send_exit(d, s, fr, tick, lost);
+	return send_exit(d, s, fr, tick, lost, self);
 }
 
 static int close_all(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
@@ -569,6 +580,17 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 {
 	for (size_t i = 0; i < n; i++) {
 		struct hp_ev cut;
+		if (ev[i].kind == HP_EV_ENTER || ev[i].kind == HP_EV_EXIT) {
+			/* nearly every event: no copy of it */
+			uint64_t tick = hp_pause_call(&s->pause, ev[i].tick);
+			int rc = ev[i].kind == HP_EV_ENTER ? push(d, s, ev[i].func, tick)
+				 : s->depth		   ? pop(d, s, tick, 0)
+							   : 0;
+			if (rc)
+				return -1;
+			s->last_tick = tick; /* as the flat profile's: frames end at calls' ticks */
+			continue;
+		}
 		if (ev[i].kind == HP_EV_OWN) {
 			if (!d->o->filter.raw)
 				take_own(s, hp_pause_own(&s->pause, &ev[i]));
@@ -578,11 +600,7 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 			continue;
 		const struct hp_ev *e = &cut;
 		int rc;
-		if (e->kind == HP_EV_ENTER)
-			rc = push(d, s, e);
-		else if (e->kind == HP_EV_EXIT)
-			rc = s->depth ? pop(d, s, e->tick, 0) : 0;
-		else if (e->kind == HP_EV_RESET)
+		if (e->kind == HP_EV_RESET)
 			rc = close_all(d, s, s->last_tick, 1);
 		else if (e->kind == HP_EV_MARK || e->kind == HP_EV_VALUE)
 			rc = send_note(d, s, e);
@@ -590,8 +608,6 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 			continue; /* region repairs: no frame */
 		if (rc)
 			return -1;
-		if (e->kind == HP_EV_ENTER || e->kind == HP_EV_EXIT)
-			s->last_tick = e->tick; /* as the flat profile's: frames end at calls' ticks */
 	}
 	return 0;
 }

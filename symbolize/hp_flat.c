@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct hp_fstats *slot(struct hp_flat *fl, uint32_t group, uint32_t fn)
+/* slot's way when group or fn is new: the arrays grow. */
+static struct hp_fstats *grow_slot(struct hp_flat *fl, uint32_t group, uint32_t fn)
 {
 	if (group >= fl->ng) {
 		uint32_t n = group + 1;
@@ -30,6 +31,13 @@ static struct hp_fstats *slot(struct hp_flat *fl, uint32_t group, uint32_t fn)
 		g->nf = n;
 	}
 	return &g->f[fn];
+}
+
+static inline struct hp_fstats *slot(struct hp_flat *fl, uint32_t group, uint32_t fn)
+{
+	if (group < fl->ng && fn < fl->g[group].nf)
+		return &fl->g[group].f[fn];
+	return grow_slot(fl, group, fn);
 }
 
 int hp_flat_add(struct hp_flat *fl, uint32_t group, const struct hp_vframe *f)
