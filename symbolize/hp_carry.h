@@ -31,11 +31,21 @@ struct hp_carry {
  * out of memory (nothing changed). hp_carry_owe is its slow path, once a
  * function owes or may. */
 int hp_carry_owe(struct hp_carry *c, uint32_t fn, double v, double *shown);
+/* fn's slot: open addressing, linear probing. */
+static inline size_t hp_carry_slot(const struct hp_carry *c, uint32_t key)
+{
+	size_t i = (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 32) & (c->cap - 1);
+	while (c->slot[i].key && c->slot[i].key != key)
+		i = (i + 1) & (c->cap - 1);
+	return i;
+}
+
 /* Inline: every call comes here, and nearly all owe nothing. */
 static inline int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown)
 {
-	if (!c->cap && v > 0) {
-		*shown = v; /* the common case: nothing owed, nothing to owe */
+	/* the common case: nothing owed, nothing to owe */
+	if (v > 0 && (!c->cap || c->slot[hp_carry_slot(c, fn + 1)].owed == 0)) {
+		*shown = v;
 		return 0;
 	}
 	return hp_carry_owe(c, fn, v, shown);

@@ -50,21 +50,26 @@ static inline int emit(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint3
 
 /* ---- the stack ----------------------------------------------------------- */
 
-static int push(struct hp_dec_stream *s, uint32_t func)
+static int grow_stack(struct hp_dec_stream *s)
 {
-	if (s->depth == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		uint32_t *stack = realloc(s->stack, cap * sizeof(*stack));
-		if (!stack)
-			return -1;
-		s->stack = stack;
-		s->cap = cap;
-	}
+	size_t cap = s->cap ? s->cap * 2 : 1024;
+	uint32_t *stack = realloc(s->stack, cap * sizeof(*stack));
+	if (!stack)
+		return -1;
+	s->stack = stack;
+	s->cap = cap;
+	return 0;
+}
+
+static inline int push(struct hp_dec_stream *s, uint32_t func)
+{
+	if (s->depth == s->cap && grow_stack(s))
+		return -1;
 	s->stack[s->depth++] = func;
 	return 0;
 }
 
-static uint32_t pop(struct hp_dec_stream *s)
+static inline uint32_t pop(struct hp_dec_stream *s)
 {
 	uint32_t func = s->stack[--s->depth];
 	if (s->depth < s->counted) {
@@ -229,6 +234,86 @@ static void reset(struct hp_dec_stream *s)
 
 #define NEED(cond, why) do { if (!(cond)) { reason = why; goto bad; } } while (0)
 
+/* The state the common path keeps in locals: stores to the events could
+ * alias the stream's and the buffer's fields, which then would be read
+ * again at every event. */
+struct calls_state {
+	struct hp_ev *ev;
+	size_t n, room;
+	uint32_t *stack;
+	size_t depth, cap, counted;
+	uint32_t nfuncs;
+	uint64_t tick;
+};
+
+static inline void emit_call(struct calls_state *c, uint32_t func, uint32_t kind)
+{
+	c->ev[c->n++] = (struct hp_ev){ .tick = c->tick, .func = func, .kind = kind };
+}
+
+/* One common event at p: an exit of the top frame (a function's, counted
+ * by nobody) or an enter of a defined function, with room for it in the
+ * buffer and on the stack. The byte after it, or NULL if it is any other
+ * (decode_into's general path takes it, and says what is wrong with it). */
+static inline const uint8_t *common_event(struct calls_state *c, const uint8_t *p,
+					  const uint8_t *end)
+{
+	uint8_t op = *p++;
+	uint64_t u, v;
+	if (op & HP_OP_EXIT_SHORT || op == HP_OP_EXIT_LONG) {
+		if (c->depth <= c->counted || hp_is_region_func(c->stack[c->depth - 1]))
+			return NULL;
+		if (op == HP_OP_EXIT_LONG) {
+			if (!(p = hp_get_uvarint(p, end, &u)))
+				return NULL;
+			c->tick += (uint64_t)hp_unzigzag(u);
+		} else {
+			c->tick += op & 0x7f;
+		}
+		emit_call(c, c->stack[--c->depth], HP_EV_EXIT);
+		return p;
+	}
+	if (c->depth == c->cap)
+		return NULL;
+	if (op < HP_OP_ENTER_SHORT_MAX) {
+		v = op;
+	} else if (op == HP_OP_ENTER_SHORT_MAX || op == HP_OP_ENTER_LONG) {
+		if (!(p = hp_get_uvarint(p, end, &v)))
+			return NULL;
+	} else {
+		return NULL;
+	}
+	if (!(p = hp_get_uvarint(p, end, &u)) || v >= c->nfuncs)
+		return NULL;
+	c->tick += op == HP_OP_ENTER_LONG ? (uint64_t)hp_unzigzag(u) : u;
+	c->stack[c->depth++] = (uint32_t)v;
+	emit_call(c, (uint32_t)v, HP_EV_ENTER);
+	return p;
+}
+
+/* Decodes the common events from *pp on, as long as they come and out has
+ * room (below limit); nearly every event of a trace takes this path. */
+static void decode_calls(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t **pp,
+			 const uint8_t *end, size_t limit, struct hp_evbuf *out, uint64_t *tick,
+			 long *recorded)
+{
+	struct calls_state c = {
+		.ev = out->ev, .n = out->n, .room = limit < out->cap ? limit : out->cap,
+		.stack = s->stack, .depth = s->depth, .cap = s->cap, .counted = s->counted,
+		.nfuncs = f->n, .tick = *tick,
+	};
+	const uint8_t *p = *pp, *next;
+	size_t n0 = c.n;
+	while (p < end && c.n < c.room && (next = common_event(&c, p, end)))
+		p = next;
+	*pp = p;
+	*tick = c.tick;
+	*recorded += (long)(c.n - n0);
+	out->calls += c.n - n0;
+	out->n = c.n;
+	s->depth = c.depth;
+}
+
 /* Appends events of rec to out until out holds limit of them. */
 static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_dec_record *rec,
 			size_t limit, struct hp_evbuf *out, char *err, size_t errlen)
@@ -242,7 +327,8 @@ static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_d
 			NEED(!drain_unwind(s, out, limit), "out of memory");
 			continue;
 		}
-		if (p == end)
+		decode_calls(f, s, &p, end, limit, out, &tick, &recorded);
+		if (p == end || out->n >= limit)
 			break;
 		op_at = p;
 		uint8_t op = *p++;
@@ -378,7 +464,7 @@ long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *fir
 long hp_decode_piece(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_dec_record *rec,
 		     size_t max, struct hp_evbuf *out, char *err, size_t errlen)
 {
-	out->n = 0;
+	out->n = out->calls = 0;
 	return decode_into(f, s, rec, max, out, err, errlen);
 }
 
@@ -386,7 +472,7 @@ long hp_decode(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t *p, si
 	       struct hp_evbuf *out, char *err, size_t errlen)
 {
 	struct hp_dec_record rec = hp_dec_record_of(p, len);
-	out->n = 0;
+	out->n = out->calls = 0;
 	return decode_into(f, s, &rec, SIZE_MAX, out, err, errlen);
 }
 

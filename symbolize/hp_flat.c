@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* slot's way when group or fn is new: the arrays grow. */
-static struct hp_fstats *grow_slot(struct hp_flat *fl, uint32_t group, uint32_t fn)
+__attribute__((noinline)) static struct hp_fstats *grow_slot(struct hp_flat *fl, uint32_t group, uint32_t fn)
 {
 	if (group >= fl->ng) {
 		uint32_t n = group + 1;
