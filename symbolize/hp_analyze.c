@@ -50,7 +50,8 @@ static int to_functions(struct pass *ps)
 	    !(ps->funcmap = hp_funcmap_new(a->info.modules, ahead ? a->info.nmodules : 0)))
 		return -1;
 	struct hp_functions out = { &a->funcs, &a->func_module };
-	return hp_funcmap_apply(ps->funcmap, &ps->dict, ps->evbuf.ev, ps->evbuf.n, out);
+	return hp_funcmap_apply(ps->funcmap, &ps->dict, ps->evbuf.ev, ps->evbuf.n,
+				ps->evbuf.regions, out);
 }
 
 static int profile(struct pass *ps, uint32_t stream)
@@ -129,9 +130,10 @@ static int region_warning(struct hp_analysis *a, uint32_t stream, uint32_t name,
 	return add_warning(a, line);
 }
 
-static int region_repairs(struct hp_analysis *a, uint32_t stream, const struct hp_ev *ev, size_t n)
+static int region_repairs(struct hp_analysis *a, uint32_t stream, const struct hp_evbuf *b)
 {
-	for (size_t i = 0; i < n; i++)
+	const struct hp_ev *ev = b->ev;
+	for (size_t i = 0; b->regions && i < b->n; i++)
 		if (ev[i].kind == HP_EV_REGION_REPAIR && region_warning(a, stream, ev[i].func, (int)ev[i].value))
 			return -1;
 	return 0;
@@ -183,7 +185,7 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 			note_first_tick(a, si, &ps->evbuf);
 		n += got;
 		if (to_functions(ps) || profile(ps, stream) ||
-		    region_repairs(a, stream, ps->evbuf.ev, ps->evbuf.n)) {
+		    region_repairs(a, stream, &ps->evbuf)) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}

@@ -81,15 +81,10 @@ struct hp_ev {
 struct hp_evbuf {
 	struct hp_ev *ev;
 	size_t n, cap;
-	/* Of the n, the enters and exits of functions (no region's) that the
-	 * decoder's common path gave: all n, and the buffer holds nothing else. */
-	size_t calls;
+	/* Some event names a region: its enter, exit or repair. 0: every
+	 * enter and exit is a function's, and no repair needs telling. */
+	int regions;
 };
-
-static inline int hp_evbuf_calls_only(const struct hp_evbuf *b)
-{
-	return b->calls == b->n;
-}
 
 /* Decodes one record's encoded bytes, replacing out's contents. Returns the
  * number of events the writer recorded in them, or -1 with a reason in err. */
