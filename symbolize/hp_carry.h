@@ -40,12 +40,20 @@ static inline size_t hp_carry_slot(const struct hp_carry *c, uint32_t key)
 	return i;
 }
 
-/* Inline: every call comes here, and nearly all owe nothing. */
+/* Inline: every call comes here; only a function's first debt goes out
+ * of line (it makes a slot). */
 static inline int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown)
 {
-	/* the common case: nothing owed, nothing to owe */
-	if (v > 0 && (!c->cap || c->slot[hp_carry_slot(c, fn + 1)].owed == 0)) {
-		*shown = v;
+	struct hp_carry_slot *s = c->cap ? &c->slot[hp_carry_slot(c, fn + 1)] : NULL;
+	if (s && s->key) {
+		/* as hp_carry_owe; what is left is 0 again once paid */
+		double owed = s->owed;
+		*shown = v > owed ? v - owed : 0;
+		s->owed = owed - v + *shown;
+		return 0;
+	}
+	if (v > 0) {
+		*shown = v; /* nothing owed, nothing to owe */
 		return 0;
 	}
 	return hp_carry_owe(c, fn, v, shown);

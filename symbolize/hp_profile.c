@@ -137,17 +137,6 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 	return 0;
 }
 
-/* The light account of a stream whose caller profiles it itself: which
- * functions are open (a crash's frames) and its last tick, both on the
- * timeline the driver keeps (pauses cut out, hookprof's own time not). */
-static int touch_enter(struct hp_pstream *s, uint32_t func)
-{
-	if (room_for_frame(s))
-		return -1;
-	s->frames[s->depth++].func = func;
-	return 0;
-}
-
 /* An event other than a call moves the pause state, ends the frames (a
  * gap) or is simply the newest. */
 static void touch_reached(struct hp_pstream *s, const struct hp_ev *e)
@@ -164,6 +153,9 @@ static void touch_reached(struct hp_pstream *s, const struct hp_ev *e)
 	s->started = 1;
 }
 
+/* The light account of a stream whose caller profiles it itself: which
+ * functions are open (a crash's frames) and its last tick, both on the
+ * timeline the driver keeps (pauses cut out, hookprof's own time not). */
 int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n)
 {
 	struct hp_pstream *s = get_stream(p, stream);
@@ -174,23 +166,33 @@ int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *
 	 * does (ticks grow within a stream): only it is applied. */
 	const struct hp_ev *newest_call = NULL;
 	size_t own = 0;
+	/* The depth in a local between calls out: the frames' stores could
+	 * alias the stream's fields. */
+	size_t depth = s->depth;
 	for (size_t i = 0; i < n; i++) {
 		const struct hp_ev *e = &ev[i];
 		if (e->kind == HP_EV_ENTER) {
-			if (touch_enter(s, e->func))
-				return -1;
+			if (depth == s->cap) {
+				s->depth = depth;
+				if (room_for_frame(s))
+					return -1;
+			}
+			s->frames[depth++].func = e->func;
 			newest_call = e;
 		} else if (e->kind == HP_EV_EXIT) {
-			s->depth -= s->depth != 0;
+			depth -= depth != 0;
 			newest_call = e;
 		} else if (e->kind == HP_EV_OWN) {
 			own++; /* hookprof's time is no event */
 		} else {
+			s->depth = depth;
 			touch_reached(s, newest_call);
 			newest_call = NULL;
 			touch_reached(s, e);
+			depth = s->depth;
 		}
 	}
+	s->depth = depth;
 	touch_reached(s, newest_call);
 	s->events += n - own;
 	return 0;
