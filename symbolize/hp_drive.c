@@ -518,18 +518,19 @@ static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t ti
 		return -1;
 	const struct hp_filter *flt = &d->o->filter;
 	uint8_t fl = flt->has_exclude || flt->has_function ? fn_flags(d, fn) : FN_KNOWN;
-	struct dframe *below = s->depth ? &s->f[s->depth - 1] : NULL;
-	struct dframe *fr = &s->f[s->depth];
-	memset(fr, 0, sizeof(*fr));
-	fr->start = tick;
-	fr->hooked = !hp_is_region_func(func);
-	fr->fn = fn;
-	fr->up = !below ? NO_FRAME : below->shown ? (uint32_t)(s->depth - 1) : below->up;
-	fr->sdepth = fr->up == NO_FRAME ? 0 : s->f[fr->up].sdepth + 1;
-	fr->in_function = (below && below->in_function) || (fl & FN_MATCHES);
+	size_t depth = s->depth;
+	struct dframe *below = depth ? &s->f[depth - 1] : NULL;
+	uint32_t up = !below ? NO_FRAME : below->shown ? (uint32_t)(depth - 1) : below->up;
+	struct dframe *fr = &s->f[depth];
+	*fr = (struct dframe){
+		.start = tick, .fn = fn, .up = up,
+		.sdepth = up == NO_FRAME ? 0 : s->f[up].sdepth + 1,
+		.in_function = (below && below->in_function) || (fl & FN_MATCHES),
+		.hooked = !hp_is_region_func(func),
+		.exit_next = (uint8_t)d->exit_next,
+	};
 	fr->shown = (uint8_t)shown_at_enter(d, s, fr, fl);
-	fr->exit_next = (uint8_t)d->exit_next;
-	s->depth++;
+	s->depth = depth + 1;
 	if (fr->shown && !d->o->filter.min_ns)
 		return send_enter(d, s, fr);
 	return 0;
