@@ -33,10 +33,11 @@ static inline uint64_t hp_pause_tick(const struct hp_pause *p, uint64_t tick)
 static inline uint64_t hp_pause_call(struct hp_pause *p, uint64_t tick)
 {
 	/* An event while off (a signal handler's, say) sits at the cut. */
-	uint64_t cut = hp_pause_tick(p, tick);
-	if (!p->paused && !p->stopped && tick > p->last)
+	if (p->paused || p->stopped)
+		return hp_pause_tick(p, tick);
+	if (tick > p->last)
 		p->last = tick;
-	return cut;
+	return tick >= p->cut ? tick - p->cut : 0;
 }
 
 /* hp_pause_apply for the kinds other than calls. */
