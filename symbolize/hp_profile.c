@@ -137,62 +137,42 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 	return 0;
 }
 
-/* An event other than a call moves the pause state, ends the frames (a
- * gap) or is simply the newest. */
+/* An event other than a call moves the pause state, or is simply the
+ * newest; a gap (RESET) moves nothing. */
 static void touch_reached(struct hp_pstream *s, const struct hp_ev *e)
 {
 	struct hp_ev cut;
-	if (!e || !hp_pause_apply(&s->pause, e, &cut))
+	if (!e || !hp_pause_apply(&s->pause, e, &cut) || e->kind == HP_EV_RESET)
 		return;
-	if (e->kind == HP_EV_RESET) {
-		s->depth = 0;
-		return;
-	}
 	if (!s->started || cut.tick > s->last_tick)
 		s->last_tick = cut.tick;
 	s->started = 1;
 }
 
-/* The light account of a stream whose caller profiles it itself: which
- * functions are open (a crash's frames) and its last tick, both on the
- * timeline the driver keeps (pauses cut out, hookprof's own time not). */
+/* The light account of a stream whose caller profiles it itself: its last
+ * tick, on the timeline the driver keeps (pauses cut out, hookprof's own
+ * time not). */
 int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n)
 {
 	struct hp_pstream *s = get_stream(p, stream);
 	if (!s)
 		return -1;
-	s->light = 1;
 	/* Calls between two other events move the pause state as their newest
 	 * does (ticks grow within a stream): only it is applied. */
 	const struct hp_ev *newest_call = NULL;
 	size_t own = 0;
-	/* The depth in a local between calls out: the frames' stores could
-	 * alias the stream's fields. */
-	size_t depth = s->depth;
 	for (size_t i = 0; i < n; i++) {
 		const struct hp_ev *e = &ev[i];
-		if (e->kind == HP_EV_ENTER) {
-			if (depth == s->cap) {
-				s->depth = depth;
-				if (room_for_frame(s))
-					return -1;
-			}
-			s->frames[depth++].func = e->func;
-			newest_call = e;
-		} else if (e->kind == HP_EV_EXIT) {
-			depth -= depth != 0;
+		if (e->kind == HP_EV_ENTER || e->kind == HP_EV_EXIT) {
 			newest_call = e;
 		} else if (e->kind == HP_EV_OWN) {
 			own++; /* hookprof's time is no event */
 		} else {
-			s->depth = depth;
 			touch_reached(s, newest_call);
 			newest_call = NULL;
 			touch_reached(s, e);
-			depth = s->depth;
 		}
 	}
-	s->depth = depth;
 	touch_reached(s, newest_call);
 	s->events += n - own;
 	return 0;
@@ -211,8 +191,6 @@ void hp_profile_finish(struct hp_profile *p)
 {
 	for (uint32_t i = 0; i < p->nstreams; i++) {
 		struct hp_pstream *s = &p->streams[i];
-		if (s->light)
-			s->depth = 0;
 		while (s->depth)
 			pop_frame(p, s, s->last_tick);
 	}
