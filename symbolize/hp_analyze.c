@@ -60,7 +60,7 @@ static int profile(struct pass *ps, uint32_t stream)
 	if (ps->flags & HP_ANALYZE_EVENTS_ONLY)
 		return 0;
 	if (ps->flags & HP_ANALYZE_NO_PROFILE)
-		return hp_profile_touch(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n);
+		return hp_profile_touch_piece(&a->prof, stream, &ps->evbuf);
 	return hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n);
 }
 

@@ -36,6 +36,8 @@ static inline int emit_value(struct hp_evbuf *out, uint64_t tick, uint32_t func,
 	if (out->n == out->cap && grow_events(out, out->n + 1))
 		return -1;
 	out->regions |= kind == HP_EV_REGION_REPAIR || (kind <= HP_EV_EXIT && hp_is_region_func(func));
+	out->own += kind == HP_EV_OWN;
+	out->controls += kind > HP_EV_EXIT && kind != HP_EV_OWN;
 	struct hp_ev *e = &out->ev[out->n++];
 	e->tick = tick;
 	e->func = func;
@@ -464,7 +466,7 @@ long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *fir
 long hp_decode_piece(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_dec_record *rec,
 		     size_t max, struct hp_evbuf *out, char *err, size_t errlen)
 {
-	out->n = 0;
+	out->n = out->own = out->controls = 0;
 	out->regions = 0;
 	return decode_into(f, s, rec, max, out, err, errlen);
 }
@@ -473,7 +475,7 @@ long hp_decode(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t *p, si
 	       struct hp_evbuf *out, char *err, size_t errlen)
 {
 	struct hp_dec_record rec = hp_dec_record_of(p, len);
-	out->n = 0;
+	out->n = out->own = out->controls = 0;
 	out->regions = 0;
 	return decode_into(f, s, &rec, SIZE_MAX, out, err, errlen);
 }

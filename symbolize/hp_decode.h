@@ -84,6 +84,9 @@ struct hp_evbuf {
 	/* Some event names a region: its enter, exit or repair. 0: every
 	 * enter and exit is a function's, and no repair needs telling. */
 	int regions;
+	/* Of the n: hookprof's own time (HP_EV_OWN), and the events that are
+	 * neither that nor enters and exits (gaps, pauses, marks, repairs...). */
+	size_t own, controls;
 };
 
 /* Decodes one record's encoded bytes, replacing out's contents. Returns the

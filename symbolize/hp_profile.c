@@ -178,6 +178,22 @@ int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *
 	return 0;
 }
 
+int hp_profile_touch_piece(struct hp_profile *p, uint32_t stream, const struct hp_evbuf *b)
+{
+	if (b->controls)
+		return hp_profile_touch(p, stream, b->ev, b->n);
+	struct hp_pstream *s = get_stream(p, stream);
+	if (!s)
+		return -1;
+	/* as hp_profile_touch: only the newest call moves the state */
+	size_t i = b->n;
+	while (i && b->ev[i - 1].kind == HP_EV_OWN)
+		i--;
+	touch_reached(s, i ? &b->ev[i - 1] : NULL);
+	s->events += b->n - b->own;
+	return 0;
+}
+
 void hp_profile_reached(struct hp_profile *p, uint32_t stream, uint64_t tick)
 {
 	struct hp_pstream *s = stream < p->nstreams ? &p->streams[stream] : NULL;

@@ -51,6 +51,9 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 /* For a caller that keeps its own profile: the stream's last tick and its
  * event count only, no frames, no times. */
 int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n);
+/* The same of a decoded piece, which says what it holds: one of calls and
+ * hookprof's own time only needs no look at each event. */
+int hp_profile_touch_piece(struct hp_profile *p, uint32_t stream, const struct hp_evbuf *b);
 /* The stream's clock reached tick through something that is no event of
  * the profile's (an exit of a function entered before the trace began):
  * frames left open at the end last until there. */

@@ -220,6 +220,28 @@ START_TEST(test_touch_keeps_last_tick)
 }
 END_TEST
 
+/* A piece that says it holds calls and hookprof's own time only is touched
+ * as each of its events would be: its newest call's tick, its events. */
+START_TEST(test_touch_piece_as_each_event)
+{
+	struct hp_ev ev[] = { EN(A, 0), CT(HP_EV_OWN, 100), EN(B, 110), EX(B, 120),
+			      CT(HP_EV_OWN, 200) };
+	struct hp_evbuf calls = { .ev = ev, .n = N(ev), .own = 2 };
+	ck_assert_int_eq(hp_profile_touch_piece(&prof, 0, &calls), 0);
+	ck_assert_int_eq(hp_profile_touch(&prof, 1, ev, N(ev)), 0);
+	/* and one with a pause, which takes the look at each */
+	struct hp_ev paused[] = { EN(C, 300), CT(HP_EV_PAUSE, 310), CT(HP_EV_RESUME, 400),
+				  EX(C, 410), CT(HP_EV_OWN, 420) };
+	struct hp_evbuf ctl = { .ev = paused, .n = N(paused), .own = 1, .controls = 2 };
+	ck_assert_int_eq(hp_profile_touch_piece(&prof, 0, &ctl), 0);
+	ck_assert_int_eq(hp_profile_touch(&prof, 1, paused, N(paused)), 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_uint_eq(prof.streams[i].last_tick, 410 - 90);
+		ck_assert_uint_eq(prof.streams[i].events, 3 + 4);
+	}
+}
+END_TEST
+
 START_TEST(test_touch_reset_and_stream_ends_paused)
 {
 	static const struct hp_ev ev[] = { EN(A, 0), EN(B, 5), RESET, EN(C, 50), EX(C, 60),
@@ -414,6 +436,7 @@ static Suite *profile_suite(void)
 	tcase_add_test(core, test_finish_closes_open_frames);
 	tcase_add_test(core, test_finish_recursive_open);
 	tcase_add_test(core, test_touch_keeps_last_tick);
+	tcase_add_test(core, test_touch_piece_as_each_event);
 	tcase_add_test(core, test_touch_reset_and_stream_ends_paused);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
