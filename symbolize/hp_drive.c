@@ -418,17 +418,16 @@ static uint64_t frame_span(const struct dframe *fr, uint64_t tick)
 }
 
 /*
- * A shown frame's self time in ticks, less hookprof's: the own time that
- * fell in it (chunk switches), the inside part of its own hook pair, the
- * outside part of each shown callee's, and both parts of each hidden call
- * it stands for. It can come out below 0 (the clock's step; a call shorter
+ * A shown frame's self time in ticks (span: frame_span at its exit), less
+ * hookprof's: the own time that fell in it (chunk switches), the inside
+ * part of its own hook pair, the outside part of each shown callee's, and
+ * both parts of each hidden call it stands for. It can come out below 0 (the clock's step; a call shorter
  * than its hooks' mean cost): send_exit shows at least 0 and carries the
  * rest (hp_carry.h). Its time is then that plus its shown callees' times,
  * so that self times always add up to the roots' times.
  */
-static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t tick)
+static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t span)
 {
-	uint64_t span = frame_span(fr, tick);
 	/* Tick counts fit in 63 bits: converted as signed, one instruction. */
 	double measured = (double)(int64_t)(span > fr->child_span ? span - fr->child_span : 0) -
 			  (double)(int64_t)fr->own;
@@ -437,8 +436,9 @@ static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint
 	return measured - hooks;
 }
 
-/* raw: frame_self(d, fr, tick), which pop computed already. */
-static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t tick,
+/* The frame ends span ticks after its start (frame_span, at least 0);
+ * raw: frame_self(d, fr, span), which pop computed already. */
+static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t span,
 		     int lost, double raw)
 {
 	double self;
@@ -447,18 +447,18 @@ static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, ui
 	double dur = self + fr->child;
 	struct hp_vframe vf = {
 		.fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
-		.end = ns_at(d, tick >= fr->start ? tick : fr->start),
+		.end = ns_at(d, fr->start + span),
 		.dur = dur * d->tb.ns_per_tick,
 		.self = self * d->tb.ns_per_tick,
 		.outermost = fr->outermost, .leaf = !fr->had_child, .lost = lost,
 	};
 	hp_opencount_sub(&s->open, fr->fn);
 	if (fr->up == NO_FRAME) {
-		d->root_span += (double)(int64_t)frame_span(fr, tick);
+		d->root_span += (double)(int64_t)span;
 		d->root_dur += dur;
 	} else {
 		s->f[fr->up].child += dur;
-		s->f[fr->up].child_span += frame_span(fr, tick);
+		s->f[fr->up].child_span += span;
 		s->f[fr->up].kids += fr->hooked;
 		s->f[fr->up].had_child = 1;
 	}
@@ -545,7 +545,8 @@ static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 			s->f[fr->up].hidden += fr->hooked;
 		return 0;
 	}
-	double self = frame_self(d, fr, tick);
+	uint64_t span = frame_span(fr, tick);
+	double self = frame_self(d, fr, span);
 	if (d->o->filter.min_ns && !fr->sent) {
 		double dur = (self > 0 ? self : 0) + fr->child;
 		if ((double)dur * d->tb.ns_per_tick < d->o->filter.min_ns)
@@ -553,7 +554,7 @@ static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 		if (send_pending(d, s, i))
 			return -1;
 	}
-	return send_exit(d, s, fr, tick, lost, self);
+	return send_exit(d, s, fr, span, lost, self);
 }
 
 static int close_all(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
