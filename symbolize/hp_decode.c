@@ -263,6 +263,14 @@ static inline const uint8_t *common_event(struct calls_state *c, const uint8_t *
 {
 	uint8_t op = *p++;
 	uint64_t u, v;
+	if (op < HP_OP_ENTER_SHORT_MAX && p < end && *p < 0x80 && op < c->nfuncs &&
+	    c->depth < c->cap) {
+		/* the most common enter: an index and a tick of one byte each */
+		c->tick += *p++;
+		c->stack[c->depth++] = op;
+		emit_call(c, op, HP_EV_ENTER);
+		return p;
+	}
 	if (op & HP_OP_EXIT_SHORT || op == HP_OP_EXIT_LONG) {
 		if (c->depth <= c->counted || hp_is_region_func(c->stack[c->depth - 1]))
 			return NULL;
