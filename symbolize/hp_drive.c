@@ -86,6 +86,10 @@ struct seen {
 
 struct hp_drive {
 	const struct hp_drive_opts *o;
+	/* A filter that chooses calls by more than their thread (--exclude,
+	 * --function, --depth, --time, --min): 0, and a frame is shown
+	 * exactly when its thread is. */
+	int call_filters;
 	struct hp_view *v;
 	struct hp_fntab fns;
 	uint8_t *fnflags;       /* per fns id: FN_* */
@@ -516,8 +520,7 @@ static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t ti
 	uint32_t fn = global_fn(d, func);
 	if (fn == HP_NO_FN)
 		return -1;
-	const struct hp_filter *flt = &d->o->filter;
-	uint8_t fl = flt->has_exclude || flt->has_function ? fn_flags(d, fn) : FN_KNOWN;
+	uint8_t fl = d->call_filters ? fn_flags(d, fn) : FN_KNOWN;
 	size_t depth = s->depth;
 	struct dframe *below = depth ? &s->f[depth - 1] : NULL;
 	uint32_t up = !below ? NO_FRAME : below->shown ? (uint32_t)(depth - 1) : below->up;
@@ -529,7 +532,7 @@ static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t ti
 		.hooked = !hp_is_region_func(func),
 		.exit_next = (uint8_t)d->exit_next,
 	};
-	fr->shown = (uint8_t)shown_at_enter(d, s, fr, fl);
+	fr->shown = (uint8_t)(d->call_filters ? shown_at_enter(d, s, fr, fl) : s->wanted);
 	s->depth = depth + 1;
 	if (fr->shown && !d->o->filter.min_ns)
 		return send_enter(d, s, fr);
@@ -1026,7 +1029,10 @@ static void free_thread_data(struct hp_drive *d)
 int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_view *v,
 	     char *err, size_t errlen)
 {
-	struct hp_drive d = { .o = o, .v = v, .err = err, .errlen = errlen };
+	const struct hp_filter *f = &o->filter;
+	struct hp_drive d = { .o = o, .v = v, .err = err, .errlen = errlen,
+			      .call_filters = f->has_exclude || f->has_function || f->depth ||
+					      f->has_time || f->min_ns };
 	*err = 0;
 	v->d = &d;
 	int rc = v->ops->open ? v->ops->open(v, err, errlen) : 0;
