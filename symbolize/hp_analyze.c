@@ -50,7 +50,8 @@ static int to_functions(struct pass *ps)
 	    !(ps->funcmap = hp_funcmap_new(a->info.modules, ahead ? a->info.nmodules : 0)))
 		return -1;
 	struct hp_functions out = { &a->funcs, &a->func_module };
-	return hp_funcmap_apply(ps->funcmap, &ps->dict, ps->evbuf.ev, ps->evbuf.n, out);
+	return hp_funcmap_apply(ps->funcmap, &ps->dict, ps->evbuf.ev, ps->evbuf.n,
+				ps->evbuf.regions, out);
 }
 
 static int profile(struct pass *ps, uint32_t stream)
@@ -59,7 +60,7 @@ static int profile(struct pass *ps, uint32_t stream)
 	if (ps->flags & HP_ANALYZE_EVENTS_ONLY)
 		return 0;
 	if (ps->flags & HP_ANALYZE_NO_PROFILE)
-		return hp_profile_touch(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n);
+		return hp_profile_touch_piece(&a->prof, stream, &ps->evbuf);
 	return hp_profile_feed(&a->prof, stream, ps->evbuf.ev, ps->evbuf.n, a->funcs.n);
 }
 
@@ -129,9 +130,10 @@ static int region_warning(struct hp_analysis *a, uint32_t stream, uint32_t name,
 	return add_warning(a, line);
 }
 
-static int region_repairs(struct hp_analysis *a, uint32_t stream, const struct hp_ev *ev, size_t n)
+static int region_repairs(struct hp_analysis *a, uint32_t stream, const struct hp_evbuf *b)
 {
-	for (size_t i = 0; i < n; i++)
+	const struct hp_ev *ev = b->ev;
+	for (size_t i = 0; b->regions && i < b->n; i++)
 		if (ev[i].kind == HP_EV_REGION_REPAIR && region_warning(a, stream, ev[i].func, (int)ev[i].value))
 			return -1;
 	return 0;
@@ -183,7 +185,7 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 			note_first_tick(a, si, &ps->evbuf);
 		n += got;
 		if (to_functions(ps) || profile(ps, stream) ||
-		    region_repairs(a, stream, ps->evbuf.ev, ps->evbuf.n)) {
+		    region_repairs(a, stream, &ps->evbuf)) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
@@ -242,18 +244,23 @@ static int fail_in(const char *path, char *err, size_t errlen)
 	return -1;
 }
 
-/* Before the profile closes them: the frames the crash left open. */
-static int keep_crash_open_frames(struct hp_analysis *a)
+/* The frames the crash left open, from the decoder's stack (the profile's
+ * light account keeps none): a region's address is made of its string id,
+ * as the function map makes it. */
+static int keep_crash_open_frames(struct pass *ps)
 {
+	struct hp_analysis *a = ps->a;
 	uint32_t stream = a->info.crash.stream;
-	if (!a->info.crash.present || stream >= a->prof.nstreams)
+	if (!a->info.crash.present || stream >= a->prof.nstreams || stream >= ps->ndec)
 		return 0;
-	const struct hp_pstream *s = &a->prof.streams[stream];
+	const struct hp_dec_stream *s = &ps->dec[stream];
 	a->crash_open = malloc((s->depth ? s->depth : 1) * sizeof(*a->crash_open));
 	if (!a->crash_open)
 		return -1;
-	for (size_t i = 0; i < s->depth; i++)
-		a->crash_open[i] = a->funcs.addr[s->frames[i].func];
+	for (size_t i = 0; i < s->depth; i++) {
+		uint32_t f = s->stack[i];
+		a->crash_open[i] = hp_is_region_func(f) ? HP_REGION_ADDR(f - HP_REGION_FUNC) : ps->dict.addr[f];
+	}
 	a->ncrash_open = s->depth;
 	return 0;
 }
@@ -281,11 +288,12 @@ static int check_whole(struct hp_analysis *a, int flags, const char *how, char *
 	return 0;
 }
 
-static int finish(struct hp_analysis *a, int flags, char *err, size_t errlen)
+static int finish(struct pass *ps, int flags, char *err, size_t errlen)
 {
+	struct hp_analysis *a = ps->a;
 	if (check_whole(a, flags, "decoded", err, errlen))
 		return -1;
-	if (keep_crash_open_frames(a)) {
+	if (keep_crash_open_frames(ps)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -322,7 +330,7 @@ static int analyze(const char *path, int flags, hp_event_fn on_events, void *arg
 		rc = -1;
 	}
 	if (!rc && !enough)
-		rc = finish(a, flags, err, errlen);
+		rc = finish(&ps, flags, err, errlen);
 	for (size_t i = 0; i < ps.ndec; i++) {
 		a->orphan_exits += ps.dec[i].orphan_exits;
 		hp_dec_stream_free(&ps.dec[i]);

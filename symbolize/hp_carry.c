@@ -9,13 +9,6 @@
 
 #define SLOTS_MIN 64
 
-static size_t slot_of(const struct hp_carry *c, uint32_t key)
-{
-	size_t i = (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 32) & (c->cap - 1);
-	while (c->slot[i].key && c->slot[i].key != key)
-		i = (i + 1) & (c->cap - 1);
-	return i;
-}
 
 static int grow(struct hp_carry *c)
 {
@@ -28,25 +21,21 @@ static int grow(struct hp_carry *c)
 	c->cap = cap;
 	for (size_t i = 0; i < old.cap; i++)
 		if (old.slot[i].key)
-			c->slot[slot_of(c, old.slot[i].key)] = old.slot[i];
+			c->slot[hp_carry_slot(c, old.slot[i].key)] = old.slot[i];
 	free(old.slot);
 	return 0;
 }
 
 double hp_carry_owed(const struct hp_carry *c, uint32_t fn)
 {
-	return c->cap ? c->slot[slot_of(c, fn + 1)].owed : 0;
+	return c->cap ? c->slot[hp_carry_slot(c, fn + 1)].owed : 0;
 }
 
-int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown)
+int hp_carry_owe(struct hp_carry *c, uint32_t fn, double v, double *shown)
 {
-	if (!c->cap && v > 0) {
-		*shown = v; /* the common case: nothing owed, nothing to owe */
-		return 0;
-	}
 	if (!c->cap && grow(c))
 		return -1;
-	size_t i = slot_of(c, fn + 1);
+	size_t i = hp_carry_slot(c, fn + 1);
 	double owed = c->slot[i].owed; /* 0 in an empty slot */
 	*shown = v > owed ? v - owed : 0;
 	if (*shown > 0 && !owed)
@@ -56,7 +45,7 @@ int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown)
 		if (2 * (c->used + 1) > c->cap) {
 			if (grow(c))
 				return -1;
-			i = slot_of(c, fn + 1);
+			i = hp_carry_slot(c, fn + 1);
 		}
 		c->slot[i].key = fn + 1;
 		c->used++;

@@ -35,6 +35,9 @@ static inline int emit_value(struct hp_evbuf *out, uint64_t tick, uint32_t func,
 {
 	if (out->n == out->cap && grow_events(out, out->n + 1))
 		return -1;
+	out->regions |= kind == HP_EV_REGION_REPAIR || (kind <= HP_EV_EXIT && hp_is_region_func(func));
+	out->own += kind == HP_EV_OWN;
+	out->controls += kind > HP_EV_EXIT && kind != HP_EV_OWN;
 	struct hp_ev *e = &out->ev[out->n++];
 	e->tick = tick;
 	e->func = func;
@@ -50,27 +53,45 @@ static inline int emit(struct hp_evbuf *out, uint64_t tick, uint32_t func, uint3
 
 /* ---- the stack ----------------------------------------------------------- */
 
-static int push(struct hp_dec_stream *s, uint32_t func)
+static int grow_stack(struct hp_dec_stream *s)
 {
-	if (s->depth == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		uint32_t *stack = realloc(s->stack, cap * sizeof(*stack));
-		if (!stack)
-			return -1;
-		s->stack = stack;
-		s->cap = cap;
-	}
-	if (hp_opencount_add(&s->open, func) < 0)
+	size_t cap = s->cap ? s->cap * 2 : 1024;
+	uint32_t *stack = realloc(s->stack, cap * sizeof(*stack));
+	if (!stack)
+		return -1;
+	s->stack = stack;
+	s->cap = cap;
+	return 0;
+}
+
+static inline int push(struct hp_dec_stream *s, uint32_t func)
+{
+	if (s->depth == s->cap && grow_stack(s))
 		return -1;
 	s->stack[s->depth++] = func;
 	return 0;
 }
 
-static uint32_t pop(struct hp_dec_stream *s)
+static inline uint32_t pop(struct hp_dec_stream *s)
 {
 	uint32_t func = s->stack[--s->depth];
-	hp_opencount_sub(&s->open, func);
+	if (s->depth < s->counted) {
+		hp_opencount_sub(&s->open, func);
+		s->counted = s->depth;
+	}
 	return func;
+}
+
+/* The counts are brought up to the whole stack only when an exit of
+ * another function asks: each frame is counted at most once while it is
+ * open, so the cost stays linear in the events, and a stream without such
+ * exits never hashes. 0, or -1 out of memory. */
+static int count_open(struct hp_dec_stream *s)
+{
+	for (; s->counted < s->depth; s->counted++)
+		if (hp_opencount_add(&s->open, s->stack[s->counted]) < 0)
+			return -1;
+	return 0;
 }
 
 static int define(struct hp_funcs *f, uint64_t addr)
@@ -91,14 +112,17 @@ static int define(struct hp_funcs *f, uint64_t addr)
 
 /* An exit that is not of the top frame: every frame down to the newest of
  * func closes, as many per piece as fit (drain_unwind). */
-static void exit_other(struct hp_dec_stream *s, uint32_t func)
+static int exit_other(struct hp_dec_stream *s, uint32_t func)
 {
+	if (count_open(s))
+		return -1;
 	if (!hp_opencount_get(&s->open, func)) {
 		s->orphan_exits++;
-		return;
+		return 0;
 	}
 	s->unwind_to = hp_stack_unwind_to(s->stack, s->depth, func);
 	s->unwinding = 1;
+	return 0;
 }
 
 /* ---- regions --------------------------------------------------------- */
@@ -213,6 +237,93 @@ static void reset(struct hp_dec_stream *s)
 
 #define NEED(cond, why) do { if (!(cond)) { reason = why; goto bad; } } while (0)
 
+/* The state the common path keeps in locals: stores to the events could
+ * alias the stream's and the buffer's fields, which then would be read
+ * again at every event. */
+struct calls_state {
+	struct hp_ev *ev;
+	size_t n, room;
+	uint32_t *stack;
+	size_t depth, cap, counted;
+	uint32_t nfuncs;
+	uint64_t tick;
+};
+
+static inline void emit_call(struct calls_state *c, uint32_t func, uint32_t kind)
+{
+	c->ev[c->n++] = (struct hp_ev){ .tick = c->tick, .func = func, .kind = kind };
+}
+
+/* One common event at p: an exit of the top frame (a function's, counted
+ * by nobody) or an enter of a defined function, with room for it in the
+ * buffer and on the stack. The byte after it, or NULL if it is any other
+ * (decode_into's general path takes it, and says what is wrong with it). */
+static inline const uint8_t *common_event(struct calls_state *c, const uint8_t *p,
+					  const uint8_t *end)
+{
+	uint8_t op = *p++;
+	uint64_t u, v;
+	if (op < HP_OP_ENTER_SHORT_MAX && p < end && *p < 0x80 && op < c->nfuncs &&
+	    c->depth < c->cap) {
+		/* the most common enter: an index and a tick of one byte each */
+		c->tick += *p++;
+		c->stack[c->depth++] = op;
+		emit_call(c, op, HP_EV_ENTER);
+		return p;
+	}
+	if (op & HP_OP_EXIT_SHORT || op == HP_OP_EXIT_LONG) {
+		if (c->depth <= c->counted || hp_is_region_func(c->stack[c->depth - 1]))
+			return NULL;
+		if (op == HP_OP_EXIT_LONG) {
+			if (!(p = hp_get_uvarint(p, end, &u)))
+				return NULL;
+			c->tick += (uint64_t)hp_unzigzag(u);
+		} else {
+			c->tick += op & 0x7f;
+		}
+		emit_call(c, c->stack[--c->depth], HP_EV_EXIT);
+		return p;
+	}
+	if (c->depth == c->cap)
+		return NULL;
+	if (op < HP_OP_ENTER_SHORT_MAX) {
+		v = op;
+	} else if (op == HP_OP_ENTER_SHORT_MAX || op == HP_OP_ENTER_LONG) {
+		if (!(p = hp_get_uvarint(p, end, &v)))
+			return NULL;
+	} else {
+		return NULL;
+	}
+	if (!(p = hp_get_uvarint(p, end, &u)) || v >= c->nfuncs)
+		return NULL;
+	c->tick += op == HP_OP_ENTER_LONG ? (uint64_t)hp_unzigzag(u) : u;
+	c->stack[c->depth++] = (uint32_t)v;
+	emit_call(c, (uint32_t)v, HP_EV_ENTER);
+	return p;
+}
+
+/* Decodes the common events from *pp on, as long as they come and out has
+ * room (below limit); nearly every event of a trace takes this path. */
+static void decode_calls(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t **pp,
+			 const uint8_t *end, size_t limit, struct hp_evbuf *out, uint64_t *tick,
+			 long *recorded)
+{
+	struct calls_state c = {
+		.ev = out->ev, .n = out->n, .room = limit < out->cap ? limit : out->cap,
+		.stack = s->stack, .depth = s->depth, .cap = s->cap, .counted = s->counted,
+		.nfuncs = f->n, .tick = *tick,
+	};
+	const uint8_t *p = *pp, *next;
+	size_t n0 = c.n;
+	while (p < end && c.n < c.room && (next = common_event(&c, p, end)))
+		p = next;
+	*pp = p;
+	*tick = c.tick;
+	*recorded += (long)(c.n - n0);
+	out->n = c.n;
+	s->depth = c.depth;
+}
+
 /* Appends events of rec to out until out holds limit of them. */
 static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_dec_record *rec,
 			size_t limit, struct hp_evbuf *out, char *err, size_t errlen)
@@ -226,7 +337,8 @@ static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_d
 			NEED(!drain_unwind(s, out, limit), "out of memory");
 			continue;
 		}
-		if (p == end)
+		decode_calls(f, s, &p, end, limit, out, &tick, &recorded);
+		if (p == end || out->n >= limit)
 			break;
 		op_at = p;
 		uint8_t op = *p++;
@@ -264,7 +376,7 @@ static long decode_into(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_d
 			NEED(v < f->n, "exit of an undefined function");
 			tick += (uint64_t)hp_unzigzag(u);
 			s->tick = tick; /* the tick of every frame it closes */
-			exit_other(s, (uint32_t)v);
+			NEED(!exit_other(s, (uint32_t)v), "out of memory");
 			recorded++;
 		} else if (op == HP_OP_DEFINE) {
 			NEED(p = hp_get_uvarint(p, end, &u), "truncated function definition");
@@ -362,7 +474,8 @@ long hp_decode_ticks(const uint8_t *p, size_t len, uint64_t *tick, uint64_t *fir
 long hp_decode_piece(struct hp_funcs *f, struct hp_dec_stream *s, struct hp_dec_record *rec,
 		     size_t max, struct hp_evbuf *out, char *err, size_t errlen)
 {
-	out->n = 0;
+	out->n = out->own = out->controls = 0;
+	out->regions = 0;
 	return decode_into(f, s, rec, max, out, err, errlen);
 }
 
@@ -370,7 +483,8 @@ long hp_decode(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t *p, si
 	       struct hp_evbuf *out, char *err, size_t errlen)
 {
 	struct hp_dec_record rec = hp_dec_record_of(p, len);
-	out->n = 0;
+	out->n = out->own = out->controls = 0;
+	out->regions = 0;
 	return decode_into(f, s, &rec, SIZE_MAX, out, err, errlen);
 }
 

@@ -23,8 +23,10 @@ struct hp_dec_stream {
 	uint64_t tick;
 	uint64_t orphan_exits; /* exits of frames entered before the stream began */
 	/* Open frames per function: a 0x41 exit of a function not on the
-	 * stack costs O(1), not a scan of the stack. */
+	 * stack costs O(1), not a scan of the stack. It counts the frames
+	 * stack[0, counted) only: the rest are counted at the next 0x41. */
 	struct hp_opencount open;
+	size_t counted;
 	/* A 0x41 whose frames are still being closed, down to this depth. */
 	size_t unwind_to;
 	int unwinding;
@@ -79,6 +81,12 @@ struct hp_ev {
 struct hp_evbuf {
 	struct hp_ev *ev;
 	size_t n, cap;
+	/* Some event names a region: its enter, exit or repair. 0: every
+	 * enter and exit is a function's, and no repair needs telling. */
+	int regions;
+	/* Of the n: hookprof's own time (HP_EV_OWN), and the events that are
+	 * neither that nor enters and exits (gaps, pauses, marks, repairs...). */
+	size_t own, controls;
 };
 
 /* Decodes one record's encoded bytes, replacing out's contents. Returns the

@@ -86,6 +86,10 @@ struct seen {
 
 struct hp_drive {
 	const struct hp_drive_opts *o;
+	/* A filter that chooses calls by more than their thread (--exclude,
+	 * --function, --depth, --time, --min): 0, and a frame is shown
+	 * exactly when its thread is. */
+	int call_filters;
 	struct hp_view *v;
 	struct hp_fntab fns;
 	uint8_t *fnflags;       /* per fns id: FN_* */
@@ -340,8 +344,8 @@ static void symbol_of(const struct hp_analysis *a, struct hp_symbols *sym, uint3
 		hp_symbols_lookup_in(sym, module, a->funcs.addr[func], s);
 }
 
-/* The fns id of the trace's function id `func`, named at first sight. */
-static uint32_t global_fn(struct hp_drive *d, uint32_t func)
+/* global_fn's first sight of func: named and interned. */
+static uint32_t name_fn(struct hp_drive *d, uint32_t func)
 {
 	if (func >= d->ngfn) {
 		size_t n = d->ngfn ? d->ngfn : 1024;
@@ -365,6 +369,12 @@ static uint32_t global_fn(struct hp_drive *d, uint32_t func)
 	return d->gfn[func];
 }
 
+/* The fns id of the trace's function id `func`, named at first sight. */
+static inline uint32_t global_fn(struct hp_drive *d, uint32_t func)
+{
+	return func < d->ngfn && d->gfn[func] != HP_NO_FN ? d->gfn[func] : name_fn(d, func);
+}
+
 /* ---- calls out to the view ------------------------------------------------ */
 
 static double ns_at(const struct hp_drive *d, uint64_t tick)
@@ -380,9 +390,11 @@ static int send_enter(struct hp_drive *d, struct tstate *s, struct dframe *fr)
 	fr->sent = 1;
 	fr->outermost = open == 0;
 	d->shown++;
+	if (!d->v->ops->enter)
+		return 0;
 	struct hp_vframe vf = { .fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
 				.outermost = fr->outermost, .leaf = fr->exit_next };
-	return d->v->ops->enter ? d->v->ops->enter(d->v, s->vt, &vf) : 0;
+	return d->v->ops->enter(d->v, s->vt, &vf);
 }
 
 /* The enters still owed below and up to frame i (--min), oldest first. */
@@ -410,17 +422,16 @@ static uint64_t frame_span(const struct dframe *fr, uint64_t tick)
 }
 
 /*
- * A shown frame's self time in ticks, less hookprof's: the own time that
- * fell in it (chunk switches), the inside part of its own hook pair, the
- * outside part of each shown callee's, and both parts of each hidden call
- * it stands for. It can come out below 0 (the clock's step; a call shorter
+ * A shown frame's self time in ticks (span: frame_span at its exit), less
+ * hookprof's: the own time that fell in it (chunk switches), the inside
+ * part of its own hook pair, the outside part of each shown callee's, and
+ * both parts of each hidden call it stands for. It can come out below 0 (the clock's step; a call shorter
  * than its hooks' mean cost): send_exit shows at least 0 and carries the
  * rest (hp_carry.h). Its time is then that plus its shown callees' times,
  * so that self times always add up to the roots' times.
  */
-static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t tick)
+static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t span)
 {
-	uint64_t span = frame_span(fr, tick);
 	/* Tick counts fit in 63 bits: converted as signed, one instruction. */
 	double measured = (double)(int64_t)(span > fr->child_span ? span - fr->child_span : 0) -
 			  (double)(int64_t)fr->own;
@@ -429,27 +440,29 @@ static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint
 	return measured - hooks;
 }
 
-static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t tick,
-		     int lost)
+/* The frame ends span ticks after its start (frame_span, at least 0);
+ * raw: frame_self(d, fr, span), which pop computed already. */
+static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t span,
+		     int lost, double raw)
 {
 	double self;
-	if (hp_carry_settle(&s->carry, fr->fn, frame_self(d, fr, tick), &self))
+	if (hp_carry_settle(&s->carry, fr->fn, raw, &self))
 		return -1;
 	double dur = self + fr->child;
 	struct hp_vframe vf = {
 		.fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
-		.end = ns_at(d, tick >= fr->start ? tick : fr->start),
+		.end = ns_at(d, fr->start + span),
 		.dur = dur * d->tb.ns_per_tick,
 		.self = self * d->tb.ns_per_tick,
 		.outermost = fr->outermost, .leaf = !fr->had_child, .lost = lost,
 	};
 	hp_opencount_sub(&s->open, fr->fn);
 	if (fr->up == NO_FRAME) {
-		d->root_span += (double)(int64_t)frame_span(fr, tick);
+		d->root_span += (double)(int64_t)span;
 		d->root_dur += dur;
 	} else {
 		s->f[fr->up].child += dur;
-		s->f[fr->up].child_span += frame_span(fr, tick);
+		s->f[fr->up].child_span += span;
 		s->f[fr->up].kids += fr->hooked;
 		s->f[fr->up].had_child = 1;
 	}
@@ -494,7 +507,7 @@ static int shown_at_enter(struct hp_drive *d, const struct tstate *s, const stru
 	return 1;
 }
 
-static int push(struct hp_drive *d, struct tstate *s, const struct hp_ev *e)
+static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t tick)
 {
 	if (s->depth == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256;
@@ -504,22 +517,23 @@ static int push(struct hp_drive *d, struct tstate *s, const struct hp_ev *e)
 		s->f = f;
 		s->cap = cap;
 	}
-	uint32_t fn = global_fn(d, e->func);
+	uint32_t fn = global_fn(d, func);
 	if (fn == HP_NO_FN)
 		return -1;
-	uint8_t fl = fn_flags(d, fn);
-	struct dframe *below = s->depth ? &s->f[s->depth - 1] : NULL;
-	struct dframe *fr = &s->f[s->depth];
-	memset(fr, 0, sizeof(*fr));
-	fr->start = e->tick;
-	fr->hooked = !hp_is_region_func(e->func);
-	fr->fn = fn;
-	fr->up = !below ? NO_FRAME : below->shown ? (uint32_t)(s->depth - 1) : below->up;
-	fr->sdepth = fr->up == NO_FRAME ? 0 : s->f[fr->up].sdepth + 1;
-	fr->in_function = (below && below->in_function) || (fl & FN_MATCHES);
-	fr->shown = (uint8_t)shown_at_enter(d, s, fr, fl);
-	fr->exit_next = (uint8_t)d->exit_next;
-	s->depth++;
+	uint8_t fl = d->call_filters ? fn_flags(d, fn) : FN_KNOWN;
+	size_t depth = s->depth;
+	struct dframe *below = depth ? &s->f[depth - 1] : NULL;
+	uint32_t up = !below ? NO_FRAME : below->shown ? (uint32_t)(depth - 1) : below->up;
+	struct dframe *fr = &s->f[depth];
+	*fr = (struct dframe){
+		.start = tick, .fn = fn, .up = up,
+		.sdepth = up == NO_FRAME ? 0 : s->f[up].sdepth + 1,
+		.in_function = (below && below->in_function) || (fl & FN_MATCHES),
+		.hooked = !hp_is_region_func(func),
+		.exit_next = (uint8_t)d->exit_next,
+	};
+	fr->shown = (uint8_t)(d->call_filters ? shown_at_enter(d, s, fr, fl) : s->wanted);
+	s->depth = depth + 1;
 	if (fr->shown && !d->o->filter.min_ns)
 		return send_enter(d, s, fr);
 	return 0;
@@ -534,14 +548,16 @@ static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 			s->f[fr->up].hidden += fr->hooked;
 		return 0;
 	}
+	uint64_t span = frame_span(fr, tick);
+	double self = frame_self(d, fr, span);
 	if (d->o->filter.min_ns && !fr->sent) {
-		double self = frame_self(d, fr, tick), dur = (self > 0 ? self : 0) + fr->child;
+		double dur = (self > 0 ? self : 0) + fr->child;
 		if ((double)dur * d->tb.ns_per_tick < d->o->filter.min_ns)
 			return 0;
 		if (send_pending(d, s, i))
 			return -1;
 	}
-	return send_exit(d, s, fr, tick, lost);
+	return send_exit(d, s, fr, span, lost, self);
 }
 
 static int close_all(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
@@ -569,6 +585,17 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 {
 	for (size_t i = 0; i < n; i++) {
 		struct hp_ev cut;
+		if (ev[i].kind == HP_EV_ENTER || ev[i].kind == HP_EV_EXIT) {
+			/* nearly every event: no copy of it */
+			uint64_t tick = hp_pause_call(&s->pause, ev[i].tick);
+			int rc = ev[i].kind == HP_EV_ENTER ? push(d, s, ev[i].func, tick)
+				 : s->depth		   ? pop(d, s, tick, 0)
+							   : 0;
+			if (rc)
+				return -1;
+			s->last_tick = tick; /* as the flat profile's: frames end at calls' ticks */
+			continue;
+		}
 		if (ev[i].kind == HP_EV_OWN) {
 			if (!d->o->filter.raw)
 				take_own(s, hp_pause_own(&s->pause, &ev[i]));
@@ -578,11 +605,7 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 			continue;
 		const struct hp_ev *e = &cut;
 		int rc;
-		if (e->kind == HP_EV_ENTER)
-			rc = push(d, s, e);
-		else if (e->kind == HP_EV_EXIT)
-			rc = s->depth ? pop(d, s, e->tick, 0) : 0;
-		else if (e->kind == HP_EV_RESET)
+		if (e->kind == HP_EV_RESET)
 			rc = close_all(d, s, s->last_tick, 1);
 		else if (e->kind == HP_EV_MARK || e->kind == HP_EV_VALUE)
 			rc = send_note(d, s, e);
@@ -590,8 +613,6 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 			continue; /* region repairs: no frame */
 		if (rc)
 			return -1;
-		if (e->kind == HP_EV_ENTER || e->kind == HP_EV_EXIT)
-			s->last_tick = e->tick; /* as the flat profile's: frames end at calls' ticks */
 	}
 	return 0;
 }
@@ -1008,7 +1029,10 @@ static void free_thread_data(struct hp_drive *d)
 int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_view *v,
 	     char *err, size_t errlen)
 {
-	struct hp_drive d = { .o = o, .v = v, .err = err, .errlen = errlen };
+	const struct hp_filter *f = &o->filter;
+	struct hp_drive d = { .o = o, .v = v, .err = err, .errlen = errlen,
+			      .call_filters = f->has_exclude || f->has_function || f->depth ||
+					      f->has_time || f->min_ns };
 	*err = 0;
 	v->d = &d;
 	int rc = v->ops->open ? v->ops->open(v, err, errlen) : 0;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct hp_fstats *slot(struct hp_flat *fl, uint32_t group, uint32_t fn)
+struct hp_fstats *hp_flat_grow(struct hp_flat *fl, uint32_t group, uint32_t fn)
 {
 	if (group >= fl->ng) {
 		uint32_t n = group + 1;
@@ -32,23 +32,6 @@ static struct hp_fstats *slot(struct hp_flat *fl, uint32_t group, uint32_t fn)
 	return &g->f[fn];
 }
 
-int hp_flat_add(struct hp_flat *fl, uint32_t group, const struct hp_vframe *f)
-{
-	if (f->lost)
-		return 0;
-	struct hp_fstats *s = slot(fl, group, f->fn);
-	if (!s)
-		return -1;
-	if (!s->calls || f->dur < s->min)
-		s->min = f->dur;
-	if (f->dur > s->max)
-		s->max = f->dur;
-	s->calls++;
-	s->self += f->self;
-	if (f->outermost)
-		s->total += f->dur;
-	return 0;
-}
 
 struct hp_fstats hp_flat_get(const struct hp_flat *fl, uint32_t group, uint32_t fn)
 {

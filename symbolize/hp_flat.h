@@ -30,9 +30,30 @@ struct hp_flat {
 	uint32_t ng;
 };
 
+/* The figures of fn in group, made room for; NULL out of memory. */
+struct hp_fstats *hp_flat_grow(struct hp_flat *fl, uint32_t group, uint32_t fn);
+
 /* Counts the call f (at its exit) in group. A lost frame (a gap in the
- * trace) is no call: it is left out. 0, or -1 out of memory. */
-int hp_flat_add(struct hp_flat *fl, uint32_t group, const struct hp_vframe *f);
+ * trace) is no call: it is left out. 0, or -1 out of memory. Inline: the
+ * flat view's every exit comes here. */
+static inline int hp_flat_add(struct hp_flat *fl, uint32_t group, const struct hp_vframe *f)
+{
+	if (f->lost)
+		return 0;
+	struct hp_fstats *s = group < fl->ng && f->fn < fl->g[group].nf ? &fl->g[group].f[f->fn]
+									: hp_flat_grow(fl, group, f->fn);
+	if (!s)
+		return -1;
+	if (!s->calls || f->dur < s->min)
+		s->min = f->dur;
+	if (f->dur > s->max)
+		s->max = f->dur;
+	s->calls++;
+	s->self += f->self;
+	if (f->outermost)
+		s->total += f->dur;
+	return 0;
+}
 /* The figures of fn in group; all zero if it has none there. */
 struct hp_fstats hp_flat_get(const struct hp_flat *fl, uint32_t group, uint32_t fn);
 /* Appends one row per function with calls in groups [from, to), their

@@ -294,11 +294,13 @@ static int64_t pair_id(struct hp_funcmap *fm, uint32_t index, uint64_t addr, uin
 }
 
 int hp_funcmap_apply(struct hp_funcmap *fm, const struct hp_funcs *dict, struct hp_ev *ev,
-		     size_t n, struct hp_functions out)
+		     size_t n, int regions, struct hp_functions out)
 {
 	while (fm->nslots < dict->n)
 		if (map_index(fm, dict->addr[fm->nslots], out))
 			return -1;
+	if (!regions && fm->identity)
+		return 0;
 	for (size_t i = 0; i < n; i++) {
 		if (ev[i].kind != HP_EV_ENTER && ev[i].kind != HP_EV_EXIT)
 			continue;

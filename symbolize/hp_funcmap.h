@@ -35,10 +35,12 @@ struct hp_funcmap;
 struct hp_funcmap *hp_funcmap_new(const struct hp_module *modules, size_t n);
 /*
  * Rewrites ev[].func, a dictionary index (dict), to a function id; new ids
- * are appended to out's arrays. 0, or -1 if out of memory.
+ * are appended to out's arrays. regions: 0 if no event of ev names a
+ * region (hp_evbuf.regions); then nothing needs rewriting while every
+ * index is its id. 0, or -1 if out of memory.
  */
 int hp_funcmap_apply(struct hp_funcmap *fm, const struct hp_funcs *dict, struct hp_ev *ev,
-		     size_t n, struct hp_functions out);
+		     size_t n, int regions, struct hp_functions out);
 void hp_funcmap_free(struct hp_funcmap *fm);
 
 #endif

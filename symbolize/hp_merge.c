@@ -142,7 +142,7 @@ static int decode_more(struct merge *g, struct mstream *m)
 	if (got < 0)
 		return -1;
 	struct hp_functions out = { &a->funcs, &a->func_module };
-	if (hp_funcmap_apply(g->ix->funcmap, dict, m->buf.ev, m->buf.n, out)) {
+	if (hp_funcmap_apply(g->ix->funcmap, dict, m->buf.ev, m->buf.n, m->buf.regions, out)) {
 		snprintf(g->err, g->errlen, "out of memory");
 		return -1;
 	}

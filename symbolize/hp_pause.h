@@ -29,6 +29,17 @@ static inline uint64_t hp_pause_tick(const struct hp_pause *p, uint64_t tick)
 	return tick >= p->cut ? tick - p->cut : 0;
 }
 
+/* hp_pause_apply of an enter or exit at tick: its tick on the cut timeline. */
+static inline uint64_t hp_pause_call(struct hp_pause *p, uint64_t tick)
+{
+	/* An event while off (a signal handler's, say) sits at the cut. */
+	if (p->paused || p->stopped)
+		return hp_pause_tick(p, tick);
+	if (tick > p->last)
+		p->last = tick;
+	return tick >= p->cut ? tick - p->cut : 0;
+}
+
 /* hp_pause_apply for the kinds other than calls. */
 int hp_pause_control(struct hp_pause *p, const struct hp_ev *e, struct hp_ev *out);
 
@@ -42,10 +53,7 @@ static inline int hp_pause_apply(struct hp_pause *p, const struct hp_ev *e, stru
 	if (e->kind != HP_EV_ENTER && e->kind != HP_EV_EXIT)
 		return hp_pause_control(p, e, out);
 	*out = *e;
-	/* An event while off (a signal handler's, say) sits at the cut. */
-	out->tick = hp_pause_tick(p, e->tick);
-	if (!p->paused && !p->stopped && e->tick > p->last)
-		p->last = e->tick;
+	out->tick = hp_pause_call(p, e->tick);
 	return 1;
 }
 

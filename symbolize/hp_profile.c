@@ -137,51 +137,33 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 	return 0;
 }
 
-/* The light account of a stream whose caller profiles it itself: which
- * functions are open (a crash's frames) and its last tick, both on the
- * timeline the driver keeps (pauses cut out, hookprof's own time not). */
-static int touch_enter(struct hp_pstream *s, uint32_t func)
-{
-	if (room_for_frame(s))
-		return -1;
-	s->frames[s->depth++].func = func;
-	return 0;
-}
-
-/* An event other than a call moves the pause state, ends the frames (a
- * gap) or is simply the newest. */
+/* An event other than a call moves the pause state, or is simply the
+ * newest; a gap (RESET) moves nothing. */
 static void touch_reached(struct hp_pstream *s, const struct hp_ev *e)
 {
 	struct hp_ev cut;
-	if (!e || !hp_pause_apply(&s->pause, e, &cut))
+	if (!e || !hp_pause_apply(&s->pause, e, &cut) || e->kind == HP_EV_RESET)
 		return;
-	if (e->kind == HP_EV_RESET) {
-		s->depth = 0;
-		return;
-	}
 	if (!s->started || cut.tick > s->last_tick)
 		s->last_tick = cut.tick;
 	s->started = 1;
 }
 
+/* The light account of a stream whose caller profiles it itself: its last
+ * tick, on the timeline the driver keeps (pauses cut out, hookprof's own
+ * time not). */
 int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n)
 {
 	struct hp_pstream *s = get_stream(p, stream);
 	if (!s)
 		return -1;
-	s->light = 1;
 	/* Calls between two other events move the pause state as their newest
 	 * does (ticks grow within a stream): only it is applied. */
 	const struct hp_ev *newest_call = NULL;
 	size_t own = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct hp_ev *e = &ev[i];
-		if (e->kind == HP_EV_ENTER) {
-			if (touch_enter(s, e->func))
-				return -1;
-			newest_call = e;
-		} else if (e->kind == HP_EV_EXIT) {
-			s->depth -= s->depth != 0;
+		if (e->kind == HP_EV_ENTER || e->kind == HP_EV_EXIT) {
 			newest_call = e;
 		} else if (e->kind == HP_EV_OWN) {
 			own++; /* hookprof's time is no event */
@@ -193,6 +175,22 @@ int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *
 	}
 	touch_reached(s, newest_call);
 	s->events += n - own;
+	return 0;
+}
+
+int hp_profile_touch_piece(struct hp_profile *p, uint32_t stream, const struct hp_evbuf *b)
+{
+	if (b->controls)
+		return hp_profile_touch(p, stream, b->ev, b->n);
+	struct hp_pstream *s = get_stream(p, stream);
+	if (!s)
+		return -1;
+	/* as hp_profile_touch: only the newest call moves the state */
+	size_t i = b->n;
+	while (i && b->ev[i - 1].kind == HP_EV_OWN)
+		i--;
+	touch_reached(s, i ? &b->ev[i - 1] : NULL);
+	s->events += b->n - b->own;
 	return 0;
 }
 
@@ -209,8 +207,6 @@ void hp_profile_finish(struct hp_profile *p)
 {
 	for (uint32_t i = 0; i < p->nstreams; i++) {
 		struct hp_pstream *s = &p->streams[i];
-		if (s->light)
-			s->depth = 0;
 		while (s->depth)
 			pop_frame(p, s, s->last_tick);
 	}

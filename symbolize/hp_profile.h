@@ -33,7 +33,6 @@ struct hp_pstream {
 	uint64_t last_tick;
 	uint64_t events;
 	int started;
-	int light;                /* hp_profile_touch's: frames name functions only */
 	struct hp_opencount open; /* open frames per function */
 	struct hp_pause pause;    /* paused and stopped time is cut out */
 };
@@ -49,9 +48,12 @@ int hp_profile_init(struct hp_profile *p);
 /* Folds one decoded record of `stream` in. 0, or -1 out of memory. */
 int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n,
 		    size_t nfuncs);
-/* For a caller that keeps its own profile: the stream's last tick and the
- * functions open (frames[].func only; a crash's frames), no times. */
+/* For a caller that keeps its own profile: the stream's last tick and its
+ * event count only, no frames, no times. */
 int hp_profile_touch(struct hp_profile *p, uint32_t stream, const struct hp_ev *ev, size_t n);
+/* The same of a decoded piece, which says what it holds: one of calls and
+ * hookprof's own time only needs no look at each event. */
+int hp_profile_touch_piece(struct hp_profile *p, uint32_t stream, const struct hp_evbuf *b);
 /* The stream's clock reached tick through something that is no event of
  * the profile's (an exit of a function entered before the trace began):
  * frames left open at the end last until there. */

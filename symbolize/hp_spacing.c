@@ -92,7 +92,7 @@ static int enter(struct hp_spacing *s, struct stream *t, const struct hp_ev *e)
 		return -1;
 	struct frame *up = t->depth ? &t->f[t->depth - 1] : NULL;
 	if (t->after_exit && up && !hp_is_region_func(up->func) && !hp_is_region_func(e->func)) {
-		if (room_for_function(s, up->func))
+		if (up->func >= s->nfn && room_for_function(s, up->func))
 			return -1;
 		add(&s->gap[up->func], e->tick - t->exit_tick);
 	}
@@ -112,7 +112,7 @@ static int leave(struct hp_spacing *s, struct stream *t, const struct hp_ev *e)
 	if (hp_is_region_func(fr->func))
 		return 0;
 	if (!fr->kids && !fr->tainted) {
-		if (room_for_function(s, fr->func))
+		if (fr->func >= s->nfn && room_for_function(s, fr->func))
 			return -1;
 		add(&s->leaf[fr->func], e->tick - fr->tick);
 	}

@@ -197,9 +197,9 @@ START_TEST(test_stream_ends_paused)
 END_TEST
 
 /* A caller that keeps its own profile (the driver) still needs the
- * functions open at a crash and the stream's last tick, on its timeline:
- * pauses cut out, hookprof's own time not. */
-START_TEST(test_touch_keeps_open_functions_and_last_tick)
+ * stream's last tick, on its timeline: pauses cut out, hookprof's own time
+ * not (the functions open at a crash come from the decoder's stack). */
+START_TEST(test_touch_keeps_last_tick)
 {
 	static const struct hp_ev ev1[] = {
 		EN(A, 0), EN(B, 10), EX(B, 20), EN(C, 30), CT(HP_EV_OWN, 130),
@@ -209,10 +209,7 @@ START_TEST(test_touch_keeps_open_functions_and_last_tick)
 	ck_assert_int_eq(hp_profile_touch(&prof, 0, ev1, N(ev1)), 0);
 	ck_assert_int_eq(hp_profile_touch(&prof, 0, ev2, N(ev2)), 0);
 	const struct hp_pstream *s = &prof.streams[0];
-	ck_assert_uint_eq(s->depth, 3);
-	ck_assert_uint_eq(s->frames[0].func, A);
-	ck_assert_uint_eq(s->frames[1].func, C);
-	ck_assert_uint_eq(s->frames[2].func, E);
+	ck_assert_uint_eq(s->depth, 0); /* no frames kept */
 	/* the mark at 380, less the 200 paused */
 	ck_assert_uint_eq(s->last_tick, 180);
 	ck_assert_uint_eq(s->events, 11 - 1);
@@ -220,6 +217,28 @@ START_TEST(test_touch_keeps_open_functions_and_last_tick)
 	hp_profile_finish(&prof);
 	ck_assert_uint_eq(s->depth, 0);
 	ck_assert_uint_eq(prof.nf, 0);
+}
+END_TEST
+
+/* A piece that says it holds calls and hookprof's own time only is touched
+ * as each of its events would be: its newest call's tick, its events. */
+START_TEST(test_touch_piece_as_each_event)
+{
+	struct hp_ev ev[] = { EN(A, 0), CT(HP_EV_OWN, 100), EN(B, 110), EX(B, 120),
+			      CT(HP_EV_OWN, 200) };
+	struct hp_evbuf calls = { .ev = ev, .n = N(ev), .own = 2 };
+	ck_assert_int_eq(hp_profile_touch_piece(&prof, 0, &calls), 0);
+	ck_assert_int_eq(hp_profile_touch(&prof, 1, ev, N(ev)), 0);
+	/* and one with a pause, which takes the look at each */
+	struct hp_ev paused[] = { EN(C, 300), CT(HP_EV_PAUSE, 310), CT(HP_EV_RESUME, 400),
+				  EX(C, 410), CT(HP_EV_OWN, 420) };
+	struct hp_evbuf ctl = { .ev = paused, .n = N(paused), .own = 1, .controls = 2 };
+	ck_assert_int_eq(hp_profile_touch_piece(&prof, 0, &ctl), 0);
+	ck_assert_int_eq(hp_profile_touch(&prof, 1, paused, N(paused)), 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_uint_eq(prof.streams[i].last_tick, 410 - 90);
+		ck_assert_uint_eq(prof.streams[i].events, 3 + 4);
+	}
 }
 END_TEST
 
@@ -416,7 +435,8 @@ static Suite *profile_suite(void)
 	tcase_add_test(core, test_reset_of_other_stream);
 	tcase_add_test(core, test_finish_closes_open_frames);
 	tcase_add_test(core, test_finish_recursive_open);
-	tcase_add_test(core, test_touch_keeps_open_functions_and_last_tick);
+	tcase_add_test(core, test_touch_keeps_last_tick);
+	tcase_add_test(core, test_touch_piece_as_each_event);
 	tcase_add_test(core, test_touch_reset_and_stream_ends_paused);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");

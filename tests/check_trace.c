@@ -786,6 +786,12 @@ START_TEST(test_analyze_crash_open_frames)
 	ck_assert_uint_eq(a.crash_open[1], 0x3000);
 	ck_assert_uint_eq(a.prof.f[0].calls, 1); /* still closed at the end for the profile */
 	hp_analysis_free(&a);
+	/* the same without the profile (report, diff: the driver's account) */
+	ck_assert_int_eq(hp_analyze(path, HP_ANALYZE_NO_PROFILE, NULL, NULL, &a, err, sizeof(err)), 0);
+	ck_assert_uint_eq(a.ncrash_open, 2);
+	ck_assert_uint_eq(a.crash_open[0], 0x1000);
+	ck_assert_uint_eq(a.crash_open[1], 0x3000);
+	hp_analysis_free(&a);
 }
 END_TEST
 
