@@ -739,6 +739,24 @@ static enum switch_way way_to_switch(struct hp_thread *t)
 	return t->head + 1 - tail < t->nchunks ? SWITCH_FAST : SWITCH_HELD;
 }
 
+/* A handler that ran since way_to_switch looked may have taken the free
+ * chunk it saw (and filled the next): with no room left, the switch may
+ * wait for the writer or take its lock (help), which only the held path
+ * may do. Then, and only then, signals are held for it. */
+static void switch_chunk_fast(struct hp_thread *t)
+{
+	/* Acquire: as in make_room. */
+	uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
+	if (buffer_mode == HP_MODE_RING || t->head + 1 - tail < t->nchunks) {
+		switch_chunk(t, 0);
+		return;
+	}
+	hp_sigmask_t saved;
+	hp_signals_hold(&saved);
+	switch_chunk(t, 0);
+	hp_signals_release(&saved);
+}
+
 /*
  * The chunk switch with signals on (holding signals off costs two system
  * calls, some microseconds here, every 4096 events). An instrumented
@@ -765,7 +783,7 @@ static void switch_fast(struct hp_thread *t, uint64_t addr, struct hp_raw *taken
 	 * left this event's slot to it, maybe in the chunk it now fills. */
 	int full = hp_tls.pos >= chunk_end(t);
 	if (full)
-		switch_chunk(t, 0);
+		switch_chunk_fast(t);
 	struct hp_raw *e = in_chunk(t, taken) ? taken : take_slot_slow(t);
 	if (e)
 		hp_raw_fill(e, addr, tick);
@@ -1287,7 +1305,7 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 		 * with 2 chunks, pos (that chunk's end) also lies one chunk past
 		 * chunk head's end, where the clamp below would take stale
 		 * events of chunk head - 2 for this one's. */
-		if (head && pos == chunk_base(t, head - 1) + HP_CHUNK_EVENTS)
+		if (pos == chunk_base(t, head - 1) + HP_CHUNK_EVENTS)
 			pos = start;
 		/* A hook took a slot past its full chunk and has not reached its
 		 * slow path yet (or is parking there): the chunk is full. */
