@@ -591,6 +591,15 @@ static uint64_t budget_events(const struct budget_want *w)
 	return n;
 }
 
+/* Every budget case: the sizes the child checks, then the trace whole. */
+static void run_budget(const char *const *env, const struct budget_want *want)
+{
+	run_ok(env, child_budget, (void *)want);
+	analyze_order(NULL);
+	ck_assert_uint_eq(A.events, budget_events(want));
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
+}
+
 /* 8 MiB rings (128 chunks) in an 8 MiB budget for their growth (a ring's
  * first 2 chunks are its own), 20 threads alive at the end, the busy ones
  * (200 chunks of events each) one after another: the first grows to its
@@ -605,10 +614,7 @@ START_TEST(test_stream_budget_to_the_busy)
 	for (int i = 0; i < 3; i++)
 		want.events[16 + i] = 200 * CHUNK;
 	want.nchunks[16] = 4;
-	run_ok(NULL, child_budget, &want);
-	analyze_order(NULL);
-	ck_assert_uint_eq(A.events, budget_events(&want));
-	ck_assert_uint_eq(tk_lost_total(&A), 0);
+	run_budget(NULL, &want);
 }
 END_TEST
 
@@ -620,7 +626,7 @@ START_TEST(test_stream_budget_two_busy_full)
 	want.events[0] = want.events[1] = 100 * CHUNK;
 	want.nchunks[0] = want.nchunks[1] = 32;
 	const char *const env[] = { "HOOKPROF_BUFFER", "2M", NULL };
-	run_ok(env, child_budget, &want);
+	run_budget(env, &want);
 }
 END_TEST
 
@@ -727,10 +733,7 @@ END_TEST
 START_TEST(test_stream_budget_idle_keep_two)
 {
 	static const struct budget_want want = { .events = { [0] = CHUNK + 1 } , .nchunks = { [0] = 2 } };
-	run_ok(NULL, child_budget, (void *)&want);
-	analyze_order(NULL);
-	ck_assert_uint_eq(A.events, budget_events(&want));
-	ck_assert_uint_eq(tk_lost_total(&A), 0);
+	run_budget(NULL, &want);
 }
 END_TEST
 
@@ -742,7 +745,7 @@ START_TEST(test_stream_budget_busy_among_idle)
 	want.events[19] = 100 * CHUNK;
 	want.nchunks[19] = 32;
 	const char *const env[] = { "HOOKPROF_BUFFER", "2M", NULL };
-	run_ok(env, child_budget, &want);
+	run_budget(env, &want);
 }
 END_TEST
 
@@ -832,7 +835,7 @@ START_TEST(test_stream_budget_small_buffers)
 		want.nchunks[i] = 16;
 	}
 	const char *const env[] = { "HOOKPROF_BUFFER", "1M", NULL };
-	run_ok(env, child_budget, &want);
+	run_budget(env, &want);
 }
 END_TEST
 
@@ -842,7 +845,7 @@ START_TEST(test_ring_no_budget)
 	for (int i = 0; i < BUDGET_THREADS; i++)
 		want.nchunks[i] = 16;
 	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "1M", NULL };
-	run_ok(env, child_budget, &want);
+	run_budget(env, &want);
 }
 END_TEST
 
