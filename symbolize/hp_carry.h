@@ -31,6 +31,16 @@ struct hp_carry {
  * out of memory (nothing changed). hp_carry_owe is its slow path, once a
  * function owes or may. */
 int hp_carry_owe(struct hp_carry *c, uint32_t fn, double v, double *shown);
+/* The time to show for a call whose compensated time is v ticks, of a
+ * function that owes *owed: max(0, v - *owed); *owed keeps what is left
+ * (0 again once paid; more if v < 0). For a table of one's own. */
+static inline double hp_carry_pay(double *owed, double v)
+{
+	double o = *owed;
+	double shown = v > o ? v - o : 0;
+	*owed = o - v + shown;
+	return shown;
+}
 /* fn's slot: open addressing, linear probing. */
 static inline size_t hp_carry_slot(const struct hp_carry *c, uint32_t key)
 {
@@ -46,10 +56,7 @@ static inline int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, dou
 {
 	struct hp_carry_slot *s = c->cap ? &c->slot[hp_carry_slot(c, fn + 1)] : NULL;
 	if (s && s->key) {
-		/* as hp_carry_owe; what is left is 0 again once paid */
-		double owed = s->owed;
-		*shown = v > owed ? v - owed : 0;
-		s->owed = owed - v + *shown;
+		*shown = hp_carry_pay(&s->owed, v);
 		return 0;
 	}
 	if (v > 0) {

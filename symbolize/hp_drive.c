@@ -44,6 +44,7 @@ struct dframe {
 	uint32_t fn;
 	uint32_t up;        /* nearest shown frame below, or NO_FRAME */
 	uint32_t sdepth;    /* shown frames below it */
+	uint32_t open_at;   /* sent: its function's slot in open when sent */
 	uint8_t shown, sent, in_function, had_child, outermost;
 	uint8_t hooked;     /* a function's frame, whose hooks cost; not a region's */
 	uint8_t unused;
@@ -54,13 +55,14 @@ struct tstate {
 	struct hp_vthread *vt;
 	struct dframe *f;
 	size_t depth, cap;
-	struct hp_opencount open; /* sent frames per function */
+	/* Sent frames per function, and the time below 0 that a function's
+	 * calls owe (hp_carry.h) in its slot: one lookup per call for both. */
+	struct hp_opencount open;
 	struct hp_pause pause;    /* paused and stopped time is cut out (hp_pause.h) */
 	/* hookprof's own time (HP_EV_OWN) so far, in ticks: not cut out of the
 	 * timeline (threads stay aligned in time), but out of the self time of
 	 * the frame it fell in, and so of every duration around it */
 	uint64_t own;
-	struct hp_carry carry;    /* time below 0, owed by functions (hp_carry.h) */
 	uint64_t last_tick;
 	int wanted;         /* the thread filter lets it through */
 };
@@ -384,9 +386,11 @@ static double ns_at(const struct hp_drive *d, uint64_t tick)
 
 static int send_enter(struct hp_drive *d, struct tstate *s, struct dframe *fr)
 {
-	int64_t open = hp_opencount_add(&s->open, fr->fn);
+	size_t at;
+	int64_t open = hp_opencount_add_at(&s->open, fr->fn, &at);
 	if (open < 0)
 		return -1;
+	fr->open_at = (uint32_t)at; /* a cut index only costs a lookup */
 	fr->sent = 1;
 	fr->outermost = open == 0;
 	d->shown++;
@@ -445,9 +449,9 @@ static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint
 static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t span,
 		     int lost, double raw)
 {
-	double self;
-	if (hp_carry_settle(&s->carry, fr->fn, raw, &self))
-		return -1;
+	struct hp_open_slot *o = hp_opencount_at(&s->open, fr->fn, fr->open_at);
+	double self = hp_carry_pay(&o->owed, raw);
+	o->n--;
 	double dur = self + fr->child;
 	struct hp_vframe vf = {
 		.fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
@@ -456,7 +460,6 @@ static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, ui
 		.self = self * d->tb.ns_per_tick,
 		.outermost = fr->outermost, .leaf = !fr->had_child, .lost = lost,
 	};
-	hp_opencount_sub(&s->open, fr->fn);
 	if (fr->up == NO_FRAME) {
 		d->root_span += (double)(int64_t)span;
 		d->root_dur += dur;
@@ -777,7 +780,6 @@ static void forget_trace(struct hp_drive *d)
 	for (size_t i = 0; i < d->nts; i++) {
 		free(d->ts[i].f);
 		hp_opencount_free(&d->ts[i].open);
-		hp_carry_free(&d->ts[i].carry);
 	}
 	free(d->ts);
 	d->ts = NULL;
