@@ -93,6 +93,7 @@ struct hp_drive {
 	 * exactly when its thread is. */
 	int call_filters;
 	struct hp_view *v;
+	int exit_times;         /* the view's exits read start and end */
 	struct hp_fntab fns;
 	uint8_t *fnflags;       /* per fns id: FN_* */
 	size_t nfnflags;
@@ -454,12 +455,15 @@ static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, ui
 	o->n--;
 	double dur = self + fr->child;
 	struct hp_vframe vf = {
-		.fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
-		.end = ns_at(d, fr->start + span),
+		.fn = fr->fn, .depth = fr->sdepth,
 		.dur = dur * d->tb.ns_per_tick,
 		.self = self * d->tb.ns_per_tick,
 		.outermost = fr->outermost, .leaf = !fr->had_child, .lost = lost,
 	};
+	if (d->exit_times) {
+		vf.start = ns_at(d, fr->start);
+		vf.end = ns_at(d, fr->start + span);
+	}
 	if (fr->up == NO_FRAME) {
 		d->root_span += (double)(int64_t)span;
 		d->root_dur += dur;
@@ -1033,6 +1037,7 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 {
 	const struct hp_filter *f = &o->filter;
 	struct hp_drive d = { .o = o, .v = v, .err = err, .errlen = errlen,
+			      .exit_times = !(v->ops->flags & HP_VIEW_NO_TIMES),
 			      .call_filters = f->has_exclude || f->has_function || f->depth ||
 					      f->has_time || f->min_ns };
 	*err = 0;
