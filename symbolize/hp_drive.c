@@ -385,7 +385,7 @@ static double ns_at(const struct hp_drive *d, uint64_t tick)
 	return (double)(int64_t)(tick - d->tb.tick0) * d->tb.ns_per_tick;
 }
 
-static int send_enter(struct hp_drive *d, struct tstate *s, struct dframe *fr)
+static inline int send_enter(struct hp_drive *d, struct tstate *s, struct dframe *fr)
 {
 	size_t at;
 	int64_t open = hp_opencount_add_at(&s->open, fr->fn, &at);
@@ -435,7 +435,7 @@ static uint64_t frame_span(const struct dframe *fr, uint64_t tick)
  * rest (hp_carry.h). Its time is then that plus its shown callees' times,
  * so that self times always add up to the roots' times.
  */
-static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t span)
+static inline double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t span)
 {
 	/* Tick counts fit in 63 bits: converted as signed, one instruction. */
 	double measured = (double)(int64_t)(span > fr->child_span ? span - fr->child_span : 0) -
@@ -447,7 +447,7 @@ static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint
 
 /* The frame ends span ticks after its start (frame_span, at least 0);
  * raw: frame_self(d, fr, span), which pop computed already. */
-static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t span,
+static inline int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t span,
 		     int lost, double raw)
 {
 	struct hp_open_slot *o = hp_opencount_at(&s->open, fr->fn, fr->open_at);
@@ -546,7 +546,7 @@ static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t ti
 	return 0;
 }
 
-static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
+static inline int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 {
 	uint32_t i = (uint32_t)--s->depth;
 	struct dframe *fr = &s->f[i];
