@@ -94,6 +94,12 @@ struct hp_drive {
 	int call_filters;
 	struct hp_view *v;
 	int exit_times;         /* the view's exits read start and end */
+	/* The view's ops and --min, loaded once (a call reads them at every
+	 * enter and exit, past stores to frames the compiler cannot tell
+	 * apart from them). */
+	int (*enter)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
+	int (*exit)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
+	int by_min;             /* --min: a frame is sent once known long enough */
 	struct hp_fntab fns;
 	uint8_t *fnflags;       /* per fns id: FN_* */
 	size_t nfnflags;
@@ -395,11 +401,11 @@ static inline int send_enter(struct hp_drive *d, struct tstate *s, struct dframe
 	fr->sent = 1;
 	fr->outermost = open == 0;
 	d->shown++;
-	if (!d->v->ops->enter)
+	if (!d->enter)
 		return 0;
 	struct hp_vframe vf = { .fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
 				.outermost = fr->outermost, .leaf = fr->exit_next };
-	return d->v->ops->enter(d->v, s->vt, &vf);
+	return d->enter(d->v, s->vt, &vf);
 }
 
 /* The enters still owed below and up to frame i (--min), oldest first. */
@@ -473,7 +479,7 @@ static inline int send_exit(struct hp_drive *d, struct tstate *s, struct dframe 
 		s->f[fr->up].kids += fr->hooked;
 		s->f[fr->up].had_child = 1;
 	}
-	return d->v->ops->exit ? d->v->ops->exit(d->v, s->vt, &vf) : 0;
+	return d->exit ? d->exit(d->v, s->vt, &vf) : 0;
 }
 
 /* A mark or value, unless the thread or --time filter hides it. Its depth
@@ -541,7 +547,7 @@ static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t ti
 	};
 	fr->shown = (uint8_t)(d->call_filters ? shown_at_enter(d, s, fr, fl) : s->wanted);
 	s->depth = depth + 1;
-	if (fr->shown && !d->o->filter.min_ns)
+	if (fr->shown && !d->by_min)
 		return send_enter(d, s, fr);
 	return 0;
 }
@@ -557,7 +563,7 @@ static inline int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int l
 	}
 	uint64_t span = frame_span(fr, tick);
 	double self = frame_self(d, fr, span);
-	if (d->o->filter.min_ns && !fr->sent) {
+	if (d->by_min && !fr->sent) {
 		double dur = (self > 0 ? self : 0) + fr->child;
 		if ((double)dur * d->tb.ns_per_tick < d->o->filter.min_ns)
 			return 0;
@@ -1038,6 +1044,7 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	const struct hp_filter *f = &o->filter;
 	struct hp_drive d = { .o = o, .v = v, .err = err, .errlen = errlen,
 			      .exit_times = !(v->ops->flags & HP_VIEW_NO_TIMES),
+			      .enter = v->ops->enter, .exit = v->ops->exit, .by_min = f->min_ns != 0,
 			      .call_filters = f->has_exclude || f->has_function || f->depth ||
 					      f->has_time || f->min_ns };
 	*err = 0;
