@@ -533,19 +533,31 @@ static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t ti
 	uint32_t fn = global_fn(d, func);
 	if (fn == HP_NO_FN)
 		return -1;
-	uint8_t fl = d->call_filters ? fn_flags(d, fn) : FN_KNOWN;
 	size_t depth = s->depth;
-	struct dframe *below = depth ? &s->f[depth - 1] : NULL;
-	uint32_t up = !below ? NO_FRAME : below->shown ? (uint32_t)(depth - 1) : below->up;
 	struct dframe *fr = &s->f[depth];
-	*fr = (struct dframe){
-		.start = tick, .fn = fn, .up = up,
-		.sdepth = up == NO_FRAME ? 0 : s->f[up].sdepth + 1,
-		.in_function = (below && below->in_function) || (fl & FN_MATCHES),
-		.hooked = !hp_is_region_func(func),
-		.exit_next = (uint8_t)d->exit_next,
-	};
-	fr->shown = (uint8_t)(d->call_filters ? shown_at_enter(d, s, fr, fl) : s->wanted);
+	if (!d->call_filters) {
+		/* Every frame of the thread is shown, or none: frame k's nearest
+		 * shown frame below is k - 1, with k shown frames below it. */
+		uint8_t w = (uint8_t)s->wanted;
+		*fr = (struct dframe){
+			.start = tick, .fn = fn, .up = w && depth ? (uint32_t)(depth - 1) : NO_FRAME,
+			.sdepth = w ? (uint32_t)depth : 0, .shown = w,
+			.hooked = !hp_is_region_func(func),
+			.exit_next = (uint8_t)d->exit_next,
+		};
+	} else {
+		uint8_t fl = fn_flags(d, fn);
+		struct dframe *below = depth ? &s->f[depth - 1] : NULL;
+		uint32_t up = !below ? NO_FRAME : below->shown ? (uint32_t)(depth - 1) : below->up;
+		*fr = (struct dframe){
+			.start = tick, .fn = fn, .up = up,
+			.sdepth = up == NO_FRAME ? 0 : s->f[up].sdepth + 1,
+			.in_function = (below && below->in_function) || (fl & FN_MATCHES),
+			.hooked = !hp_is_region_func(func),
+			.exit_next = (uint8_t)d->exit_next,
+		};
+		fr->shown = (uint8_t)shown_at_enter(d, s, fr, fl);
+	}
 	s->depth = depth + 1;
 	if (fr->shown && !d->by_min)
 		return send_enter(d, s, fr);
