@@ -446,8 +446,9 @@ static inline double frame_self(const struct hp_drive *d, const struct dframe *f
 	/* Tick counts fit in 63 bits: converted as signed, one instruction. */
 	double measured = (double)(int64_t)(span > fr->child_span ? span - fr->child_span : 0) -
 			  (double)(int64_t)fr->own;
-	double hooks = (fr->hooked ? d->hook_in : 0) + fr->kids * d->hook_out +
-		       fr->hidden * (d->hook_in + d->hook_out);
+	double hooks = (fr->hooked ? d->hook_in : 0) + fr->kids * d->hook_out;
+	if (fr->hidden) /* only a filter hides calls: adding 0 changes nothing */
+		hooks += fr->hidden * (d->hook_in + d->hook_out);
 	return measured - hooks;
 }
 
