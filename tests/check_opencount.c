@@ -76,6 +76,29 @@ START_TEST(test_owed_outlives_a_rehash)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- limits */
+
+/* Many functions owe, each closed: their debts stay through the rehashes
+ * that more of them bring, and one never seen owes nothing. */
+START_TEST(test_many_functions_owe_through_rehashes)
+{
+	for (uint32_t f = 0; f < 5000; f++) {
+		uint32_t fn = f * 7919u;
+		struct hp_open_slot *s = hp_opencount_at(&t, fn, enter(fn, 0));
+		ck_assert_double_eq(hp_carry_pay(&s->owed, -(double)(f % 13) - 1), 0);
+		s->n--;
+	}
+	for (uint32_t f = 0; f < 5000; f++) {
+		uint32_t fn = f * 7919u;
+		ck_assert_uint_eq(hp_opencount_get(&t, fn), 0);
+		ck_assert_double_eq(hp_opencount_at(&t, fn, enter(fn, 0))->owed, (double)(f % 13) + 1);
+	}
+	ck_assert_uint_eq(t.used, 5000);
+	ck_assert_uint_le(2 * t.used, t.cap);
+	ck_assert_double_eq(hp_opencount_at(&t, UINT32_MAX - 1, enter(UINT32_MAX - 1, 0))->owed, 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("opencount");
@@ -85,6 +108,10 @@ static Suite *suite(void)
 	tcase_add_test(core, test_slot_noted_at_enter_is_found_after_rehashes);
 	tcase_add_test(core, test_owed_outlives_a_rehash);
 	suite_add_tcase(s, core);
+	TCase *limits = tcase_create("limits");
+	tcase_add_checked_fixture(limits, setup, teardown);
+	tcase_add_test(limits, test_many_functions_owe_through_rehashes);
+	suite_add_tcase(s, limits);
 	return s;
 }
 
