@@ -2,9 +2,10 @@
  * hp_opencount.h - open frames per function in one stream: a hash table
  * from function index to count. It answers "is f open in this stream, and
  * how often" in O(1) whatever the depth of the stack, for the decoder (an
- * exit of a function that is not open) and the profile (is this frame the
- * outermost of its function). Its multiplier is chosen at random so that a
- * crafted file cannot make it probe long; it holds the functions open now,
+ * exit of a function that is not open), the profile and the driver (is
+ * this frame the outermost of its function). Its multiplier is chosen at
+ * random so that a crafted file cannot make it probe long; it holds the
+ * functions open now and those that owe time (the driver's, hp_carry.h),
  * not every function ever entered.
  */
 #ifndef HP_OPENCOUNT_H
