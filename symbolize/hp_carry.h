@@ -13,53 +13,17 @@
 #ifndef HP_CARRY_H
 #define HP_CARRY_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-struct hp_carry_slot {
-	uint32_t key; /* function + 1; 0: empty */
-	double owed;  /* ticks, >= 0 */
-};
-
-struct hp_carry {
-	struct hp_carry_slot *slot;
-	size_t cap, used;
-};
-
-/* The time to show for a call of fn whose compensated time is v ticks
- * (maybe below 0): max(0, v - what fn owes), what is left owed kept. -1
- * out of memory (nothing changed). hp_carry_owe is its slow path, once a
- * function owes or may. */
-int hp_carry_owe(struct hp_carry *c, uint32_t fn, double v, double *shown);
-/* fn's slot: open addressing, linear probing. */
-static inline size_t hp_carry_slot(const struct hp_carry *c, uint32_t key)
+/* The time to show for a call whose compensated time is v ticks, of a
+ * function that owes *owed: max(0, v - *owed); *owed keeps what is left
+ * (0 again once paid; more if v < 0). The caller keeps each function's
+ * owed per thread: the driver in the function's slot of its open counts
+ * (hp_opencount.h), found once per call for both. */
+static inline double hp_carry_pay(double *owed, double v)
 {
-	size_t i = (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 32) & (c->cap - 1);
-	while (c->slot[i].key && c->slot[i].key != key)
-		i = (i + 1) & (c->cap - 1);
-	return i;
+	double o = *owed;
+	double shown = v > o ? v - o : 0;
+	*owed = o - v + shown;
+	return shown;
 }
-
-/* Inline: every call comes here; only a function's first debt goes out
- * of line (it makes a slot). */
-static inline int hp_carry_settle(struct hp_carry *c, uint32_t fn, double v, double *shown)
-{
-	struct hp_carry_slot *s = c->cap ? &c->slot[hp_carry_slot(c, fn + 1)] : NULL;
-	if (s && s->key) {
-		/* as hp_carry_owe; what is left is 0 again once paid */
-		double owed = s->owed;
-		*shown = v > owed ? v - owed : 0;
-		s->owed = owed - v + *shown;
-		return 0;
-	}
-	if (v > 0) {
-		*shown = v; /* nothing owed, nothing to owe */
-		return 0;
-	}
-	return hp_carry_owe(c, fn, v, shown);
-}
-/* What fn owes now: time its calls showed more than they had. */
-double hp_carry_owed(const struct hp_carry *c, uint32_t fn);
-void hp_carry_free(struct hp_carry *c);
 
 #endif

@@ -137,6 +137,7 @@ static void close_collect(struct hp_view *v)
 static const struct hp_view_ops collect_ops = {
 	.name = "diff",
 	.summary = "the flat figures of each run, for diff",
+	.flags = HP_VIEW_NO_TIMES,
 	.open = open_collect,
 	.exit = exit_collect,
 	.trace_done = trace_done_collect,

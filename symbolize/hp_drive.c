@@ -44,6 +44,7 @@ struct dframe {
 	uint32_t fn;
 	uint32_t up;        /* nearest shown frame below, or NO_FRAME */
 	uint32_t sdepth;    /* shown frames below it */
+	uint32_t open_at;   /* sent: its function's slot in open when sent */
 	uint8_t shown, sent, in_function, had_child, outermost;
 	uint8_t hooked;     /* a function's frame, whose hooks cost; not a region's */
 	uint8_t unused;
@@ -54,13 +55,14 @@ struct tstate {
 	struct hp_vthread *vt;
 	struct dframe *f;
 	size_t depth, cap;
-	struct hp_opencount open; /* sent frames per function */
+	/* Sent frames per function, and the time below 0 that a function's
+	 * calls owe (hp_carry.h) in its slot: one lookup per call for both. */
+	struct hp_opencount open;
 	struct hp_pause pause;    /* paused and stopped time is cut out (hp_pause.h) */
 	/* hookprof's own time (HP_EV_OWN) so far, in ticks: not cut out of the
 	 * timeline (threads stay aligned in time), but out of the self time of
 	 * the frame it fell in, and so of every duration around it */
 	uint64_t own;
-	struct hp_carry carry;    /* time below 0, owed by functions (hp_carry.h) */
 	uint64_t last_tick;
 	int wanted;         /* the thread filter lets it through */
 };
@@ -91,6 +93,13 @@ struct hp_drive {
 	 * exactly when its thread is. */
 	int call_filters;
 	struct hp_view *v;
+	int exit_times;         /* the view's exits read start and end */
+	/* The view's ops and --min, loaded once (a call reads them at every
+	 * enter and exit, past stores to frames the compiler cannot tell
+	 * apart from them). */
+	int (*enter)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
+	int (*exit)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
+	int by_min;             /* --min: a frame is sent once known long enough */
 	struct hp_fntab fns;
 	uint8_t *fnflags;       /* per fns id: FN_* */
 	size_t nfnflags;
@@ -382,19 +391,21 @@ static double ns_at(const struct hp_drive *d, uint64_t tick)
 	return (double)(int64_t)(tick - d->tb.tick0) * d->tb.ns_per_tick;
 }
 
-static int send_enter(struct hp_drive *d, struct tstate *s, struct dframe *fr)
+static inline int send_enter(struct hp_drive *d, struct tstate *s, struct dframe *fr)
 {
-	int64_t open = hp_opencount_add(&s->open, fr->fn);
+	size_t at;
+	int64_t open = hp_opencount_add_at(&s->open, fr->fn, &at);
 	if (open < 0)
 		return -1;
+	fr->open_at = (uint32_t)at; /* a cut index only costs a lookup */
 	fr->sent = 1;
 	fr->outermost = open == 0;
 	d->shown++;
-	if (!d->v->ops->enter)
+	if (!d->enter)
 		return 0;
 	struct hp_vframe vf = { .fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
 				.outermost = fr->outermost, .leaf = fr->exit_next };
-	return d->v->ops->enter(d->v, s->vt, &vf);
+	return d->enter(d->v, s->vt, &vf);
 }
 
 /* The enters still owed below and up to frame i (--min), oldest first. */
@@ -430,33 +441,36 @@ static uint64_t frame_span(const struct dframe *fr, uint64_t tick)
  * rest (hp_carry.h). Its time is then that plus its shown callees' times,
  * so that self times always add up to the roots' times.
  */
-static double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t span)
+static inline double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t span)
 {
 	/* Tick counts fit in 63 bits: converted as signed, one instruction. */
 	double measured = (double)(int64_t)(span > fr->child_span ? span - fr->child_span : 0) -
 			  (double)(int64_t)fr->own;
-	double hooks = (fr->hooked ? d->hook_in : 0) + fr->kids * d->hook_out +
-		       fr->hidden * (d->hook_in + d->hook_out);
+	double hooks = (fr->hooked ? d->hook_in : 0) + fr->kids * d->hook_out;
+	if (fr->hidden) /* only a filter hides calls: adding 0 changes nothing */
+		hooks += fr->hidden * (d->hook_in + d->hook_out);
 	return measured - hooks;
 }
 
 /* The frame ends span ticks after its start (frame_span, at least 0);
  * raw: frame_self(d, fr, span), which pop computed already. */
-static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t span,
+static inline int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t span,
 		     int lost, double raw)
 {
-	double self;
-	if (hp_carry_settle(&s->carry, fr->fn, raw, &self))
-		return -1;
+	struct hp_open_slot *o = hp_opencount_at(&s->open, fr->fn, fr->open_at);
+	double self = hp_carry_pay(&o->owed, raw);
+	o->n--;
 	double dur = self + fr->child;
 	struct hp_vframe vf = {
-		.fn = fr->fn, .depth = fr->sdepth, .start = ns_at(d, fr->start),
-		.end = ns_at(d, fr->start + span),
+		.fn = fr->fn, .depth = fr->sdepth,
 		.dur = dur * d->tb.ns_per_tick,
 		.self = self * d->tb.ns_per_tick,
 		.outermost = fr->outermost, .leaf = !fr->had_child, .lost = lost,
 	};
-	hp_opencount_sub(&s->open, fr->fn);
+	if (d->exit_times) {
+		vf.start = ns_at(d, fr->start);
+		vf.end = ns_at(d, fr->start + span);
+	}
 	if (fr->up == NO_FRAME) {
 		d->root_span += (double)(int64_t)span;
 		d->root_dur += dur;
@@ -466,7 +480,7 @@ static int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, ui
 		s->f[fr->up].kids += fr->hooked;
 		s->f[fr->up].had_child = 1;
 	}
-	return d->v->ops->exit ? d->v->ops->exit(d->v, s->vt, &vf) : 0;
+	return d->exit ? d->exit(d->v, s->vt, &vf) : 0;
 }
 
 /* A mark or value, unless the thread or --time filter hides it. Its depth
@@ -520,26 +534,38 @@ static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t ti
 	uint32_t fn = global_fn(d, func);
 	if (fn == HP_NO_FN)
 		return -1;
-	uint8_t fl = d->call_filters ? fn_flags(d, fn) : FN_KNOWN;
 	size_t depth = s->depth;
-	struct dframe *below = depth ? &s->f[depth - 1] : NULL;
-	uint32_t up = !below ? NO_FRAME : below->shown ? (uint32_t)(depth - 1) : below->up;
 	struct dframe *fr = &s->f[depth];
-	*fr = (struct dframe){
-		.start = tick, .fn = fn, .up = up,
-		.sdepth = up == NO_FRAME ? 0 : s->f[up].sdepth + 1,
-		.in_function = (below && below->in_function) || (fl & FN_MATCHES),
-		.hooked = !hp_is_region_func(func),
-		.exit_next = (uint8_t)d->exit_next,
-	};
-	fr->shown = (uint8_t)(d->call_filters ? shown_at_enter(d, s, fr, fl) : s->wanted);
+	if (!d->call_filters) {
+		/* Every frame of the thread is shown, or none: frame k's nearest
+		 * shown frame below is k - 1, with k shown frames below it. */
+		uint8_t w = (uint8_t)s->wanted;
+		*fr = (struct dframe){
+			.start = tick, .fn = fn, .up = w && depth ? (uint32_t)(depth - 1) : NO_FRAME,
+			.sdepth = w ? (uint32_t)depth : 0, .shown = w,
+			.hooked = !hp_is_region_func(func),
+			.exit_next = (uint8_t)d->exit_next,
+		};
+	} else {
+		uint8_t fl = fn_flags(d, fn);
+		struct dframe *below = depth ? &s->f[depth - 1] : NULL;
+		uint32_t up = !below ? NO_FRAME : below->shown ? (uint32_t)(depth - 1) : below->up;
+		*fr = (struct dframe){
+			.start = tick, .fn = fn, .up = up,
+			.sdepth = up == NO_FRAME ? 0 : s->f[up].sdepth + 1,
+			.in_function = (below && below->in_function) || (fl & FN_MATCHES),
+			.hooked = !hp_is_region_func(func),
+			.exit_next = (uint8_t)d->exit_next,
+		};
+		fr->shown = (uint8_t)shown_at_enter(d, s, fr, fl);
+	}
 	s->depth = depth + 1;
-	if (fr->shown && !d->o->filter.min_ns)
+	if (fr->shown && !d->by_min)
 		return send_enter(d, s, fr);
 	return 0;
 }
 
-static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
+static inline int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 {
 	uint32_t i = (uint32_t)--s->depth;
 	struct dframe *fr = &s->f[i];
@@ -550,7 +576,7 @@ static int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 	}
 	uint64_t span = frame_span(fr, tick);
 	double self = frame_self(d, fr, span);
-	if (d->o->filter.min_ns && !fr->sent) {
+	if (d->by_min && !fr->sent) {
 		double dur = (self > 0 ? self : 0) + fr->child;
 		if ((double)dur * d->tb.ns_per_tick < d->o->filter.min_ns)
 			return 0;
@@ -777,7 +803,6 @@ static void forget_trace(struct hp_drive *d)
 	for (size_t i = 0; i < d->nts; i++) {
 		free(d->ts[i].f);
 		hp_opencount_free(&d->ts[i].open);
-		hp_carry_free(&d->ts[i].carry);
 	}
 	free(d->ts);
 	d->ts = NULL;
@@ -1031,6 +1056,8 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 {
 	const struct hp_filter *f = &o->filter;
 	struct hp_drive d = { .o = o, .v = v, .err = err, .errlen = errlen,
+			      .exit_times = !(v->ops->flags & HP_VIEW_NO_TIMES),
+			      .enter = v->ops->enter, .exit = v->ops->exit, .by_min = f->min_ns != 0,
 			      .call_filters = f->has_exclude || f->has_function || f->depth ||
 					      f->has_time || f->min_ns };
 	*err = 0;

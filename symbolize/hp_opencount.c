@@ -1,7 +1,7 @@
 /*
  * hp_opencount.c - open frames per function: growing the table (linear
  * probing, load at most one half; entries of closed functions go at the
- * next rehash). The lookups are inline in hp_opencount.h.
+ * next rehash, unless they owe). The lookups are inline in hp_opencount.h.
  */
 #include "hp_opencount.h"
 
@@ -24,12 +24,13 @@ static uint64_t random_multiplier(const void *salt)
 	return (z ^ (z >> 31)) | 1;
 }
 
-/* Into a table of four times the functions still open (at least 64). */
+/* Into a table of four times the functions still open or owing (at
+ * least 64). */
 int hp_opencount_rehash(struct hp_opencount *t)
 {
 	size_t live = 0;
 	for (size_t i = 0; i < t->cap; i++)
-		live += t->slot[i].n != 0;
+		live += t->slot[i].n != 0 || t->slot[i].owed != 0;
 	size_t cap = SLOTS_MIN;
 	unsigned shift = 64 - SLOTS_MIN_BITS;
 	while (cap < 4 * (live + 1)) {
@@ -47,7 +48,7 @@ int hp_opencount_rehash(struct hp_opencount *t)
 	t->shift = shift;
 	t->used = live;
 	for (size_t i = 0; i < old.cap; i++)
-		if (old.slot[i].n)
+		if (old.slot[i].n || old.slot[i].owed != 0)
 			slot[hp_opencount_slot(t, old.slot[i].key)] = old.slot[i];
 	free(old.slot);
 	return 0;

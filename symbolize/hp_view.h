@@ -107,6 +107,8 @@ enum hp_view_flags {
 				   * function of every trace is named, and labelled
 				   * apart from others of its name ("helper (a.c)"),
 				   * before the first call (one more pass per trace) */
+	HP_VIEW_NO_TIMES = 32,  /* its exit op reads no start or end (left 0):
+				 * counts of calls and their durations only */
 };
 
 struct hp_view_ops {

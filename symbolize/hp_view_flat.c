@@ -33,6 +33,7 @@ struct flat {
 	uint32_t ntr, cap;
 	size_t threads;    /* the most seen in one trace */
 	int csv;
+	int per;           /* v->opts->per, read at every exit */
 };
 
 static int open_flat(struct hp_view *v, char *err, size_t errlen)
@@ -43,13 +44,14 @@ static int open_flat(struct hp_view *v, char *err, size_t errlen)
 		return -1;
 	}
 	f->csv = !strcmp(v->opts->format, "csv");
+	f->per = v->opts->per;
 	v->state = f;
 	return 0;
 }
 
-static uint32_t group_of(const struct hp_view *v, const struct hp_vthread *t)
+static uint32_t group_of(const struct flat *f, const struct hp_vthread *t)
 {
-	switch (v->opts->per) {
+	switch (f->per) {
 	case HP_PER_PROCESS:
 	case HP_PER_RUN: return t->trace;
 	case HP_PER_THREAD: return t->id;
@@ -60,7 +62,7 @@ static uint32_t group_of(const struct hp_view *v, const struct hp_vthread *t)
 static int exit_flat(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *fr)
 {
 	struct flat *f = v->state;
-	return hp_flat_add(&f->fl, group_of(v, t), fr);
+	return hp_flat_add(&f->fl, group_of(f, t), fr);
 }
 
 /* ---- the header lines of a trace ---------------------------------------- */
@@ -413,7 +415,7 @@ const struct hp_view_ops hp_view_flat = {
 	.name = "report",
 	.summary = "the flat profile: calls, total, self, avg, min and max per function",
 	.formats = "table|csv",
-	.flags = HP_VIEW_OWN_COMMAND,
+	.flags = HP_VIEW_OWN_COMMAND | HP_VIEW_NO_TIMES,
 	.open = open_flat,
 	.exit = exit_flat,
 	.trace_done = trace_done_flat,
