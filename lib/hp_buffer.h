@@ -133,7 +133,9 @@ struct hp_buffer_client {
 	/* No consumer thread: encode t's published chunks on this thread. */
 	void (*drain)(struct hp_thread *t);
 	/* The owner's ring is full (stream mode): encode its published chunks
-	 * on this thread if the consumer is not at work; 1 if that freed any. */
+	 * on this thread if the consumer is not at work; 1 if that freed any.
+	 * Asynchronous signals are held (the full path, or a fast switch that
+	 * found no room: switch_chunk_fast). */
 	int (*help)(struct hp_thread *t);
 	/* An event lost outside any thread's stream (HP_LOST_*). */
 	void (*count_lost)(int reason);

@@ -390,17 +390,11 @@ void hp_writer_drain(struct hp_thread *t)
  */
 int hp_writer_help(struct hp_thread *t)
 {
-	/* The chunk switch may run with signals on (a handler took the last
-	 * free chunk during a fast switch): none may come while we hold the
-	 * lock, or a fatal one's flush would wait for it in vain. */
-	hp_sigmask_t saved;
-	hp_signals_hold(&saved);
 	int worked = 0;
 	if (!hp_mutex_trylock(&writer_lock)) {
 		worked = drain_unless_finished(t);
 		hp_mutex_unlock(&writer_lock);
 	}
-	hp_signals_release(&saved);
 	return worked;
 }
 

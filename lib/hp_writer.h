@@ -38,7 +38,8 @@ void hp_writer_retire_and_drain(void) HP_HIDDEN;
 void hp_writer_drain(struct hp_thread *t) HP_HIDDEN;
 /* The owner of a full ring (stream mode) encodes its own published
  * chunks if the writer's lock is free: 1 if it freed any, 0 if it must
- * wait for the writer as before. */
+ * wait for the writer as before. Called with asynchronous signals held,
+ * as wherever a program thread takes writer_lock. */
 int hp_writer_help(struct hp_thread *t) HP_HIDDEN;
 /* Encodes every thread's published chunks and writes them out now. */
 int hp_writer_flush_all(void) HP_HIDDEN; /* 0, or -1 if not written */

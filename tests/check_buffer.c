@@ -1089,7 +1089,7 @@ static int child_full_ring_calls(void *arg)
 	TK_CHILD_EQ(pthread_join(th, NULL), 0);
 	TK_CHILD_EQ(t->fast_switches, fast_before + 1); /* not a 64th */
 	TK_CHILD_EQ(getpid_calls, 0);
-	TK_CHILD_EQ(sigmask_calls, 2); /* the slow path's hold; its help's is free */
+	TK_CHILD_EQ(sigmask_calls, 2); /* the slow path's hold; its help runs under it */
 	return TK_CHILD_OK;
 }
 
