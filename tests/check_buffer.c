@@ -1015,7 +1015,7 @@ END_TEST
 /*
  * The system calls of a switch to a full ring (the writer behind), counted
  * on the owner's thread: this binary's getpid and pthread_sigmask take the
- * place of libc's for libhookprof.a. The test's thread holds the writer's
+ * place of libc's for libhookprof.a. A second thread holds the writer's
  * lock, so that the owner's help fails and it waits, then lets it go: the
  * owner then helps, under the hold its slow path already took.
  */
