@@ -1328,15 +1328,6 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 
 /* ---- fork ------------------------------------------------------------ */
 
-/* The exit rule of hp_stack_unwind_to, on addresses. */
-static size_t unwind_to(const uint64_t *stack, size_t depth, uint64_t addr)
-{
-	for (size_t i = depth; i > 0; i--)
-		if (stack[i - 1] == addr)
-			return i - 1;
-	return depth;
-}
-
 /* Frames deeper than the stack holds are counted, not kept: their exits
  * pop nothing that is kept. */
 static size_t replay(uint64_t *stack, size_t depth, const struct hp_raw *ev, size_t n)
@@ -1354,7 +1345,7 @@ static size_t replay(uint64_t *stack, size_t depth, const struct hp_raw *ev, siz
 		} else if (depth && stack[depth - 1] == addr) {
 			depth--;
 		} else {
-			depth = unwind_to(stack, depth, addr);
+			depth = hp_stack_unwind_to_addr(stack, depth, addr);
 		}
 	}
 	return depth;

@@ -67,14 +67,12 @@ int hp_dict_init(struct hp_dict *d)
 	*d = (struct hp_dict){ 0 };
 	d->slot_addr = hp_pages_alloc(DICT_INITIAL_SLOTS * sizeof(uint64_t));
 	d->slot_index = hp_pages_alloc(DICT_INITIAL_SLOTS * sizeof(uint32_t));
-	d->addr_of = hp_pages_alloc(DICT_INITIAL_SLOTS / 2 * sizeof(uint64_t));
 	d->recent = hp_pages_alloc(RECENT_SLOTS * sizeof(struct hp_enter_op));
-	if (!d->slot_addr || !d->slot_index || !d->addr_of || !d->recent) {
+	if (!d->slot_addr || !d->slot_index || !d->recent) {
 		hp_dict_free(d);
 		return -1;
 	}
 	d->mask = DICT_INITIAL_SLOTS - 1;
-	d->addr_cap = DICT_INITIAL_SLOTS / 2;
 	for (uint32_t i = 0; i < RECENT_SLOTS; i++)
 		d->recent[i].addr = HP_RAW_EXIT;
 	return 0;
@@ -84,7 +82,6 @@ void hp_dict_free(struct hp_dict *d)
 {
 	hp_pages_free(d->slot_addr, (size_t)(d->mask + 1) * sizeof(uint64_t));
 	hp_pages_free(d->slot_index, (size_t)(d->mask + 1) * sizeof(uint32_t));
-	hp_pages_free(d->addr_of, (size_t)d->addr_cap * sizeof(uint64_t));
 	hp_pages_free(d->recent, RECENT_SLOTS * sizeof(struct hp_enter_op));
 	*d = (struct hp_dict){ 0 };
 }
@@ -103,27 +100,21 @@ static void dict_place_key(struct hp_dict *d, uint64_t key, uint32_t index)
 	d->slot_index[i] = index;
 }
 
-/* Doubles the table and the index array together: the load stays under 1/2. */
+/* Doubles the table: its load stays under 1/2. */
 static int dict_grow(struct hp_dict *d)
 {
 	struct hp_dict old = *d;
 	uint32_t slots = (d->mask + 1) * 2;
 	d->slot_addr = hp_pages_alloc((size_t)slots * sizeof(uint64_t));
 	d->slot_index = hp_pages_alloc((size_t)slots * sizeof(uint32_t));
-	uint64_t *addr_of = hp_pages_grow(old.addr_of, (size_t)old.addr_cap * sizeof(uint64_t),
-					  (size_t)slots / 2 * sizeof(uint64_t));
-	if (!d->slot_addr || !d->slot_index || !addr_of) {
+	if (!d->slot_addr || !d->slot_index) {
 		hp_pages_free(d->slot_addr, (size_t)slots * sizeof(uint64_t));
 		hp_pages_free(d->slot_index, (size_t)slots * sizeof(uint32_t));
 		d->slot_addr = old.slot_addr;
 		d->slot_index = old.slot_index;
-		if (addr_of)
-			d->addr_of = addr_of, d->addr_cap = slots / 2;
 		return -1;
 	}
 	d->mask = slots - 1;
-	d->addr_of = addr_of;
-	d->addr_cap = slots / 2;
 	for (uint32_t i = 0; i <= old.mask; i++)
 		if (old.slot_addr[i])
 			dict_place_key(d, old.slot_addr[i], old.slot_index[i]);
@@ -143,10 +134,9 @@ static int64_t dict_index(struct hp_dict *d, uint64_t addr, uint8_t **out)
 		if (!d->slot_addr[i])
 			break;
 	}
-	if (d->count == d->addr_cap && dict_grow(d) < 0)
+	if (2 * (d->count + 1) > d->mask + 1 && dict_grow(d) < 0)
 		return -1;
 	uint32_t index = d->count++;
-	d->addr_of[index] = addr;
 	dict_place_key(d, key, index);
 	uint8_t *p = *out;
 	*p++ = HP_OP_DEFINE;
@@ -247,18 +237,14 @@ static uint8_t *put_control(uint8_t *p, uint64_t raw, uint64_t delta)
 }
 
 /* Exit of a frame other than the top: the rule of hp_stack_unwind_to,
- * on addresses (one index per address). */
+ * on addresses (one index per address); frames[0] is the sentinel. */
 static uint8_t *encode_exit_other(struct hp_dict *d, struct hp_enc_stream *s, uint64_t addr,
 				  uint64_t delta, uint8_t *p)
 {
 	int64_t index = dict_index(d, addr, &p);
 	if (index < 0)
 		return NULL;
-	for (size_t i = s->depth; i > 0; i--)
-		if (s->frames[i] == (addr | HP_RAW_EXIT)) {
-			s->depth = i - 1;
-			break;
-		}
+	s->depth = hp_stack_unwind_to_addr(s->frames + 1, s->depth, addr | HP_RAW_EXIT);
 	return put_exit_fn(p, (uint32_t)index, delta);
 }
 

@@ -56,8 +56,6 @@ struct hp_dict {
 	uint32_t *slot_index;
 	uint32_t mask;
 	uint32_t count;
-	uint64_t *addr_of; /* index -> address */
-	uint32_t addr_cap;
 	struct hp_enter_op *recent; /* in front of the table (hp_encode.c) */
 };
 

@@ -203,6 +203,15 @@ static inline size_t hp_stack_unwind_to(const uint32_t *stack, size_t depth,
 	return depth;
 }
 
+/* The same rule on the runtime's side, where frames are addresses. */
+static inline size_t hp_stack_unwind_to_addr(const uint64_t *stack, size_t depth, uint64_t addr)
+{
+	for (size_t i = depth; i > 0; i--)
+		if (stack[i - 1] == addr)
+			return i - 1;
+	return depth;
+}
+
 /* Little-endian stores and loads; x86-64 and aarch64 Linux are little-endian. */
 static inline void hp_le32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline void hp_le64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
