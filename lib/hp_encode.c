@@ -1,9 +1,12 @@
 /*
  * hp_encode.c - the event stream encoder.
  *
- * The common event is decided by one test: an exit of the top frame, or an
- * enter of a function of the recent table (below), with a tick delta under
- * FAST_DELTA. Its op and varint are written by one 8-byte store (the
+ * The common event takes the fast path: an exit of the top frame (one
+ * compare with the top's exit word) with a tick delta under FAST_DELTA / 2,
+ * or an enter of the function entered just before or of one in the recent
+ * table (below) with a delta under FAST_DELTA; a branch on the delta's
+ * length, or none (encode_run's two ways). Its op and varint are written
+ * by one 8-byte store (the
  * output's bound leaves room), the output pointer then moving by their
  * length. Everything else (new functions, exits of other frames, control
  * events, long or negative deltas) goes out of line (encode_slow). The

@@ -53,10 +53,11 @@ typedef int (*hp_event_fn)(void *arg, const struct hp_analysis *a, uint32_t stre
 
 /* ALLOW_PARTIAL: a trace without END is read, also one whose last record
  * was cut (every complete record before it is read; cut_at says where). */
-/* NO_PROFILE: the caller keeps its own account of the events (the driver):
- * prof holds each stream's last tick only, no frames, no times (crash_open
- * is kept all the same: the decoder's stack holds it). EVENTS_ONLY: not even that (a pass that measures
- * something of the events, as hp_spacing's). */
+/* NO_PROFILE: the caller keeps its own account of the events (the
+ * driver): prof holds each stream's last tick and event count only, no
+ * frames, no times (crash_open is kept all the same: the decoder's stack
+ * holds it). EVENTS_ONLY: not even that (a pass that measures something
+ * of the events, as hp_spacing's). */
 /* PREFIX: on_events may return HP_ANALYZE_ENOUGH to end the reading there,
  * without error; the analysis then describes the records read so far and
  * is not checked whole. */

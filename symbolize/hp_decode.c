@@ -3,8 +3,10 @@
  *
  * What one record costs is bounded: events come out in pieces of at most a
  * given number (a 0x41 that closes thousands of frames is spread over
- * pieces too), and an exit of a function that is not open is found so in
- * O(1) by the per-function counts of open frames, not by scanning the stack.
+ * pieces too), and an exit of a function that is not open is found so by
+ * the per-function counts of open frames, not by scanning the stack: the
+ * counts are brought up to date only when such an exit (0x41) asks
+ * (count_open), each frame at most once while open: amortised O(1).
  */
 #include "hp_decode.h"
 

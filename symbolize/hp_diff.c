@@ -166,7 +166,6 @@ static int read_side(struct side *s, struct hp_drive_opts *o, char *err, size_t 
 	struct collect c = { .s = s };
 	struct hp_view_opts vo = { .format = "table" };
 	struct hp_view v = { .ops = &collect_ops, .opts = &vo, .state = &c, .out = stdout };
-	o->analyze_flags |= HP_ANALYZE_NO_PROFILE; /* the view keeps its own account */
 	int rc = hp_drive(traces.v, (int)traces.n, o, &v, err, errlen);
 	hp_cli_names_free(&traces);
 	return rc;

@@ -436,10 +436,11 @@ static uint64_t frame_span(const struct dframe *fr, uint64_t tick)
  * A shown frame's self time in ticks (span: frame_span at its exit), less
  * hookprof's: the own time that fell in it (chunk switches), the inside
  * part of its own hook pair, the outside part of each shown callee's, and
- * both parts of each hidden call it stands for. It can come out below 0 (the clock's step; a call shorter
- * than its hooks' mean cost): send_exit shows at least 0 and carries the
- * rest (hp_carry.h). Its time is then that plus its shown callees' times,
- * so that self times always add up to the roots' times.
+ * both parts of each hidden call it stands for. It can come out below 0
+ * (the clock's step; a call shorter than its hooks' mean cost): send_exit
+ * shows at least 0 and carries the rest (hp_carry.h). Its time is then
+ * that plus its shown callees' times, so that self times always add up to
+ * the roots' times.
  */
 static inline double frame_self(const struct hp_drive *d, const struct dframe *fr, uint64_t span)
 {
@@ -849,12 +850,20 @@ static void name_trace(struct hp_drive *d, const char *path)
 	snprintf(d->err, d->errlen, "%s: %s", path, why);
 }
 
+/* The caller's flags, and no flat profile built by the analysis: the
+ * views keep their own accounts (the crash section and each stream's last
+ * tick come from the light one). */
+static int analyze_flags(const struct hp_drive *d)
+{
+	return d->o->analyze_flags | HP_ANALYZE_NO_PROFILE;
+}
+
 /* A first pass in file order numbers the functions and notes where each
  * record lies; the second merges the threads by time (hp_merge.h). */
 static int read_in_time_order(struct hp_drive *d, const char *path, struct hp_analysis *a)
 {
 	struct hp_record_index ix = { 0 };
-	int rc = hp_analyze_indexed(path, d->o->analyze_flags, a, &ix, d->err, d->errlen);
+	int rc = hp_analyze_indexed(path, analyze_flags(d), a, &ix, d->err, d->errlen);
 	if (rc) {
 		hp_record_index_free(&ix);
 		return -1;
@@ -875,7 +884,7 @@ static int read_in_time_order(struct hp_drive *d, const char *path, struct hp_an
 
 static int read_in_file_order(struct hp_drive *d, const char *path, struct hp_analysis *a)
 {
-	return hp_analyze_progress(path, d->o->analyze_flags, on_events, d, d->o->progress,
+	return hp_analyze_progress(path, analyze_flags(d), on_events, d, d->o->progress,
 				   d->o->progress_arg, a, d->err, d->errlen);
 }
 
@@ -1013,7 +1022,7 @@ static int name_all_first(struct hp_drive *d, char **paths, int npaths)
 {
 	for (int i = 0; i < npaths; i++) {
 		struct hp_analysis a;
-		if (hp_analyze_progress(paths[i], d->o->analyze_flags | HP_ANALYZE_NO_PROFILE, NULL, NULL,
+		if (hp_analyze_progress(paths[i], analyze_flags(d), NULL, NULL,
 					d->o->progress, d->o->progress_arg, &a, d->err, d->errlen))
 			return -1;
 		struct hp_symbols *sym = hp_symbols_for_trace(a.path, a.info.modules, a.info.nmodules,

@@ -41,7 +41,7 @@ struct hp_filter {
 };
 
 struct hp_drive_opts {
-	int analyze_flags;    /* HP_ANALYZE_* */
+	int analyze_flags;    /* HP_ANALYZE_* (the driver adds HP_ANALYZE_NO_PROFILE) */
 	struct hp_filter filter;
 	/* Told each thing the user should know, one line each: why some names
 	 * are module+0xoffset, a filter that matched nothing, a trace cut

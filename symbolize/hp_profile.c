@@ -137,8 +137,8 @@ int hp_profile_feed(struct hp_profile *p, uint32_t stream, const struct hp_ev *e
 	return 0;
 }
 
-/* An event other than a call moves the pause state, or is simply the
- * newest; a gap (RESET) moves nothing. */
+/* The newest event of a piece (a call's, or another kind's) moves the
+ * pause state and becomes the last tick; a gap (RESET) moves nothing. */
 static void touch_reached(struct hp_pstream *s, const struct hp_ev *e)
 {
 	struct hp_ev cut;

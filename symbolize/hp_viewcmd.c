@@ -224,7 +224,7 @@ static int run(struct cmdline *c, const struct hp_view_ops *ops)
 		hp_cli_names_free(&all);
 		return hp_cli_print_error(err);
 	}
-	c->dopts.analyze_flags = HP_ANALYZE_NO_PROFILE | (c->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0);
+	c->dopts.analyze_flags = c->partial ? HP_ANALYZE_ALLOW_PARTIAL : 0;
 	c->dopts.warn = warn_line;
 	struct hp_view v = { .ops = ops, .opts = &c->vo, .out = out };
 	struct hp_progress progress = { 0 };

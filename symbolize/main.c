@@ -693,7 +693,6 @@ static int report_paths(struct hp_drive_opts *d, const struct hp_view_opts *vo, 
 	}
 	d->warn = warn_names;
 	d->traces_apart = vo->per == HP_PER_PROCESS;
-	d->analyze_flags |= HP_ANALYZE_NO_PROFILE; /* the view keeps its own account */
 	struct hp_view v = { .ops = hp_view_find("report"), .opts = vo, .out = stdout };
 	struct hp_progress progress = { 0 };
 	d->progress = hp_progress_reading;
