@@ -628,7 +628,7 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 				take_own(s, hp_pause_own(&s->pause, &ev[i]));
 			continue;
 		}
-		if (!hp_pause_apply(&s->pause, &ev[i], &cut))
+		if (!hp_pause_control(&s->pause, &ev[i], &cut)) /* calls came above */
 			continue;
 		const struct hp_ev *e = &cut;
 		int rc;
@@ -957,9 +957,15 @@ static int drive_trace(struct hp_drive *d, char **paths, struct hp_analysis *a)
 	return rc;
 }
 
+/* A filter that chooses calls by more than their thread. */
+static int call_filtering(const struct hp_filter *f)
+{
+	return f->depth || f->has_function || f->has_exclude || f->min_ns || f->has_time;
+}
+
 static int filtering(const struct hp_filter *f)
 {
-	return f->thread || f->depth || f->has_function || f->has_exclude || f->min_ns || f->has_time;
+	return f->thread || call_filtering(f);
 }
 
 static uint32_t group_of(struct seen *t, uint32_t i)
@@ -1067,8 +1073,7 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	struct hp_drive d = { .o = o, .v = v, .err = err, .errlen = errlen,
 			      .exit_times = !(v->ops->flags & HP_VIEW_NO_TIMES),
 			      .enter = v->ops->enter, .exit = v->ops->exit, .by_min = f->min_ns != 0,
-			      .call_filters = f->has_exclude || f->has_function || f->depth ||
-					      f->has_time || f->min_ns };
+			      .call_filters = call_filtering(f) };
 	*err = 0;
 	v->d = &d;
 	int rc = v->ops->open ? v->ops->open(v, err, errlen) : 0;
