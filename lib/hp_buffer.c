@@ -35,6 +35,7 @@ static size_t buffer_chunks;
 static size_t budget_bytes;
 static size_t committed_bytes; /* in use for live threads' events */
 static uint32_t busy_rings;      /* live threads that filled their first 2 chunks */
+static uint32_t live_rings;      /* threads with a buffer, not yet freed */
 static uint32_t next_stream;
 static int finished;
 
@@ -101,12 +102,17 @@ static uint32_t slot_of(const struct hp_thread *t, uint32_t seq)
 
 static struct hp_raw *chunk_base(const struct hp_thread *t, uint32_t seq)
 {
-	return t->base + (size_t)slot_of(t, seq) * HP_CHUNK_EVENTS;
+	return t->base + (size_t)slot_of(t, seq) * t->chunk_events;
 }
 
 static struct hp_raw *chunk_end(const struct hp_thread *t)
 {
-	return chunk_base(t, t->head) + HP_CHUNK_EVENTS;
+	return chunk_base(t, t->head) + t->chunk_events;
+}
+
+static size_t chunk_bytes(const struct hp_thread *t)
+{
+	return t->chunk_events * sizeof(struct hp_raw);
 }
 
 /* The hook fills its slot itself: without the TSC, or with a filter on,
@@ -174,10 +180,10 @@ static int take_budget(size_t bytes)
 /* A ring may not grow past the budget's share of each busy thread (one
  * that filled its first 2 chunks): the first busy threads of many would
  * take it all before the others got going. Idle threads have no share. */
-static int within_share(uint32_t chunks)
+static int within_share(size_t bytes)
 {
 	uint32_t busy = __atomic_load_n(&busy_rings, __ATOMIC_RELAXED);
-	return (size_t)chunks * HP_CHUNK_BYTES <= budget_bytes / (busy ? busy : 1);
+	return bytes <= budget_bytes / (busy ? busy : 1);
 }
 
 static void count_busy(struct hp_thread *t)
@@ -210,11 +216,11 @@ static void grow_ring(struct hp_thread *t, uint32_t next)
 		return;
 	count_busy(t);
 	uint64_t now = hp_clock_ns();
-	if (now - t->grown_ns < hp_buffer_grow_interval_ns || !within_share(2 * n) ||
-	    !take_budget((size_t)n * HP_CHUNK_BYTES))
+	if (now - t->grown_ns < hp_buffer_grow_interval_ns || !within_share(2 * n * chunk_bytes(t)) ||
+	    !take_budget(n * chunk_bytes(t)))
 		return;
 	t->grown_ns = now;
-	t->budgeted += (size_t)n * HP_CHUNK_BYTES;
+	t->budgeted += n * chunk_bytes(t);
 	/* Relaxed: chunks up to head, the one being filled included, keep
 	 * their slots; the release store of head in publish orders the new
 	 * size before the chunk after it is mapped. Called only in chunk
@@ -228,11 +234,28 @@ static void give_back_budget(size_t bytes)
 	__atomic_fetch_sub(&committed_bytes, bytes, __ATOMIC_RELAXED);
 }
 
+/*
+ * The chunks of a ring about to start (HP_FULL_RINGS). Ring mode keeps the
+ * largest: it keeps what was asked for. A forked child starts with no
+ * live ring (its first thread may inherit up to a chunk of the largest).
+ */
+static uint32_t chunk_events_for_new_ring(void)
+{
+	uint32_t events = HP_CHUNK_EVENTS;
+	if (buffer_mode == HP_MODE_RING)
+		return events;
+	uint32_t live = __atomic_load_n(&live_rings, __ATOMIC_RELAXED);
+	for (uint32_t rings = HP_FULL_RINGS; live >= rings && events > HP_CHUNK_MIN_EVENTS; rings *= 2)
+		events /= 2;
+	return events;
+}
+
 /* The whole ring is mapped at once, and touched as it grows and fills. */
 static struct hp_thread *thread_create(uint64_t first_func)
 {
 	size_t chunks = buffer_chunks;
-	size_t events_bytes = chunks * HP_CHUNK_BYTES;
+	uint32_t chunk_events = chunk_events_for_new_ring();
+	size_t events_bytes = chunks * chunk_events * sizeof(struct hp_raw);
 	size_t lens = (chunks * sizeof(uint32_t) + 7) & ~(size_t)7;
 	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) + lens +
 		       chunks * sizeof(struct hp_chunk_own);
@@ -247,6 +270,7 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	t->wiped_on_fork = hp_pages_wipe_on_fork(mem, events_bytes) == 0;
 	use_signal_stack(t, mem + events_bytes);
 	t->base = (struct hp_raw *)mem;
+	t->chunk_events = chunk_events;
 	t->chunk_len = (uint32_t *)(t + 1);
 	t->own = (struct hp_chunk_own *)((char *)t->chunk_len + lens);
 	t->map_bytes = bytes;
@@ -261,6 +285,8 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	t->named = name_before_buffer;
 	if (first_func)
 		hp_stack_root(&t->root, first_func);
+	/* Relaxed: a count for the next ring's size, which orders nothing. */
+	__atomic_fetch_add(&live_rings, 1, __ATOMIC_RELAXED);
 	hp_mutex_lock(&hp_threads_lock);
 	t->next = hp_threads;
 	/* Release: the writer walks the list without the lock; t's fields are
@@ -277,6 +303,7 @@ void hp_buffer_free_thread(struct hp_thread *t)
 	give_back_budget(t->budgeted);
 	if (t->busy_counted)
 		__atomic_fetch_sub(&busy_rings, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&live_rings, 1, __ATOMIC_RELAXED);
 	hp_pages_free(t->base, t->map_bytes);
 }
 
@@ -358,12 +385,21 @@ static void next_chunk(struct hp_thread *t, int arm)
 static int in_chunk_seq(const struct hp_thread *t, uint32_t seq, const struct hp_raw *e)
 {
 	const struct hp_raw *start = chunk_base(t, seq);
-	return e >= start && e < start + HP_CHUNK_EVENTS;
+	return e >= start && e < start + t->chunk_events;
 }
 
 static int in_chunk(const struct hp_thread *t, const struct hp_raw *e)
 {
 	return in_chunk_seq(t, t->head, e);
+}
+
+/* pos lies in chunk head: a thread that waits for a free chunk has pos at
+ * the end of the chunk it just published, which at the ring's end is not
+ * where chunk head starts. */
+static int has_partial_chunk(const struct hp_thread *t)
+{
+	const struct hp_raw *start = chunk_base(t, t->head);
+	return hp_tls.pos > start && hp_tls.pos <= start + t->chunk_events;
 }
 
 /*
@@ -381,14 +417,14 @@ static int in_chunk_just_published(const struct hp_thread *t, const struct hp_ra
 
 /* The hook took its slot past the chunk's end (and so may have a signal
  * handler's hook): the chunk holds exactly its slots. */
-static struct hp_raw *within_chunk(struct hp_raw *pos, struct hp_raw *end)
+static struct hp_raw *within_chunk(const struct hp_thread *t, struct hp_raw *pos, struct hp_raw *end)
 {
-	return pos > end && pos <= end + HP_CHUNK_EVENTS ? end : pos;
+	return pos > end && pos <= end + t->chunk_events ? end : pos;
 }
 
 static void clamp_pos(const struct hp_thread *t)
 {
-	hp_tls.pos = within_chunk(hp_tls.pos, chunk_end(t));
+	hp_tls.pos = within_chunk(t, hp_tls.pos, chunk_end(t));
 }
 
 /* Slow path, signals held off: a slot in chunk head, or nothing if none
@@ -412,7 +448,7 @@ static void switch_chunk(struct hp_thread *t, int arm)
 	struct hp_raw *taken_to = hp_tls.pos;
 	clamp_pos(t);
 	next_chunk(t, arm);
-	if (taken_to > old_end && taken_to <= old_end + HP_CHUNK_EVENTS &&
+	if (taken_to > old_end && taken_to <= old_end + t->chunk_events &&
 	    chunk_base(t, t->head) == old_end)
 		hp_tls.pos = taken_to;
 }
@@ -705,10 +741,9 @@ static void stop_holding(struct hp_thread *t)
  * put in after) to now, for the reader to cut out of every open frame. */
 static void note_own_time(struct hp_thread *t)
 {
-	const struct hp_raw *start = chunk_base(t, t->head);
-	if (hp_tls.pos > start && hp_tls.pos <= start + HP_CHUNK_EVENTS)
+	if (has_partial_chunk(t))
 		t->own[slot_of(t, t->head)] = (struct hp_chunk_own){
-			.tick = hp_tick(), .at = (uint32_t)(hp_tls.pos - start) };
+			.tick = hp_tick(), .at = (uint32_t)(hp_tls.pos - chunk_base(t, t->head)) };
 }
 
 /*
@@ -993,7 +1028,7 @@ static void record_at(uint64_t word, uint64_t tick)
 {
 	struct hp_raw *end;
 	struct hp_raw *e = hp_take_slot(&end);
-	if ((uintptr_t)e - (uintptr_t)(end - HP_CHUNK_EVENTS) < HP_CHUNK_BYTES)
+	if (hp_slot_in_reach(e, end))
 		hp_raw_fill(e, word, tick);
 	else
 		record_slow_at(word, e, tick);
@@ -1003,9 +1038,7 @@ static void record_at(uint64_t word, uint64_t tick)
  * chunk: the final flush takes an older tick for an unfilled slot. */
 static uint64_t not_before_last(uint64_t tick)
 {
-	struct hp_thread *t = hp_tls.thread;
-	const struct hp_raw *start = chunk_base(t, t->head);
-	if (hp_tls.pos > start && hp_tls.pos <= start + HP_CHUNK_EVENTS && hp_tls.pos[-1].tick > tick)
+	if (has_partial_chunk(hp_tls.thread) && hp_tls.pos[-1].tick > tick)
 		return hp_tls.pos[-1].tick;
 	return tick;
 }
@@ -1177,15 +1210,6 @@ static int lock_threads(int in_signal)
 	return hp_mutex_lock_bounded(&hp_threads_lock, in_signal, 100);
 }
 
-/* pos lies in chunk head: a thread that waits for a free chunk has pos at
- * the end of the chunk it just published, which at the ring's end is not
- * where chunk head starts. */
-static int has_partial_chunk(const struct hp_thread *t)
-{
-	const struct hp_raw *start = chunk_base(t, t->head);
-	return hp_tls.pos > start && hp_tls.pos <= start + HP_CHUNK_EVENTS;
-}
-
 static int newest_filled(const struct hp_raw *start, size_t n);
 
 /* A fatal signal may have come between a hook's taking its slot and filling
@@ -1250,8 +1274,8 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct 
 			*ev = src;
 			return n;
 		}
-		if (n > HP_CHUNK_EVENTS)
-			n = HP_CHUNK_EVENTS;
+		if (n > t->chunk_events)
+			n = t->chunk_events;
 		memcpy(scratch, src, n * sizeof(*src));
 		/* Release: the copy is complete before the owner may reuse the chunk.
 		 * Failure: the owner dropped it meanwhile and the copy may be torn. */
@@ -1305,12 +1329,12 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 		 * with 2 chunks, pos (that chunk's end) also lies one chunk past
 		 * chunk head's end, where the clamp below would take stale
 		 * events of chunk head - 2 for this one's. */
-		if (pos == chunk_base(t, head - 1) + HP_CHUNK_EVENTS)
+		if (pos == chunk_base(t, head - 1) + t->chunk_events)
 			pos = start;
 		/* A hook took a slot past its full chunk and has not reached its
 		 * slow path yet (or is parking there): the chunk is full. */
-		pos = within_chunk(pos, start + HP_CHUNK_EVENTS);
-		if (pos > start && pos <= start + HP_CHUNK_EVENTS) {
+		pos = within_chunk(t, pos, start + t->chunk_events);
+		if (pos > start && pos <= start + t->chunk_events) {
 			n = (size_t)(pos - start);
 			n -= !newest_filled(start, n);
 			memcpy(scratch, start, n * sizeof(*start));
@@ -1364,9 +1388,10 @@ void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick)
 	/* The writer is held off: tail stays, and we are the owner. */
 	for (uint32_t seq = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE); seq != t->head; seq++)
 		depth = replay(stack, depth, chunk_base(t, seq), t->chunk_len[slot_of(t, seq)]);
-	const struct hp_raw *start = chunk_base(t, t->head);
-	if (hp_tls.pos > start && hp_tls.pos <= start + HP_CHUNK_EVENTS)
+	if (has_partial_chunk(t)) {
+		const struct hp_raw *start = chunk_base(t, t->head);
 		depth = replay(stack, depth, start, (size_t)(hp_tls.pos - start));
+	}
 	depth = depth < HP_CHUNK_EVENTS ? depth : HP_CHUNK_EVENTS;
 	for (size_t i = 0; i < depth; i++)
 		inherited.ev[i] = (struct hp_raw){ .addr = stack[i], .tick = tick };
@@ -1413,6 +1438,7 @@ void hp_buffer_reset_in_child(void)
 	hp_mutex_reinit(&hp_threads_lock);
 	committed_bytes = 0;
 	busy_rings = 0;
+	live_rings = 0;
 	next_stream = 0;
 	finished = 0;
 	stopping_tid = 0;

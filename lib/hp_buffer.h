@@ -23,8 +23,20 @@
 #include "hp_encode.h"
 #include "hp_platform.h"
 
+/* The largest chunk; a ring's own (hp_thread.chunk_events) may be smaller. */
 #define HP_CHUNK_BYTES (64u << 10)
 #define HP_CHUNK_EVENTS (HP_CHUNK_BYTES / sizeof(struct hp_raw))
+/* The smallest chunk: a page. */
+#define HP_CHUNK_MIN_EVENTS (4096u / sizeof(struct hp_raw))
+/*
+ * A ring's first 2 chunks are its own, outside the budget below, so with
+ * many threads alive at once they add up: 256 busy threads would take
+ * 32 MiB. Past this many live rings a new ring's chunks are half as
+ * large, and again at each doubling of their number, down to a page: 32
+ * rings of 128 KiB, 32 of 64 KiB, 64 of 32 KiB, 128 of 16 KiB, then
+ * 8 KiB each (hp_buffer.c, chunk_events_for_new_ring).
+ */
+#define HP_FULL_RINGS 32u
 
 /*
  * Stream mode: the event buffers of a process's live threads grow within
@@ -33,7 +45,7 @@
  * thread fills it (hp_buffer.c, grow_ring), up to HOOKPROF_BUFFER, while
  * it is within its share and the budget has room: the busy threads get
  * the memory, and a thread that exits gives its part back. Memory stays
- * within the budget plus 2 chunks a thread. Ring mode keeps every
+ * within the budget plus each ring's first 2 chunks (HP_FULL_RINGS). Ring mode keeps every
  * thread's size: what a flight recorder keeps is what was asked for.
  */
 #define HP_STREAM_BUDGET (8u << 20)
@@ -81,7 +93,8 @@ struct hp_thread {
 	struct hp_tls *tls;      /* owner's TLS, valid while !exited, under the lock */
 	uint32_t stream;         /* stream id in the trace; tids can be reused */
 	uint32_t tid;
-	struct hp_raw *base;     /* max_chunks * HP_CHUNK_EVENTS slots */
+	struct hp_raw *base;     /* max_chunks * chunk_events slots */
+	uint32_t chunk_events;   /* a chunk's: a power of two, at most HP_CHUNK_EVENTS */
 	uint32_t *chunk_len;     /* events in each published chunk */
 	struct hp_chunk_own *own; /* each chunk's, written before it is published */
 	size_t map_bytes;
@@ -199,6 +212,18 @@ static inline void hp_raw_fill(struct hp_raw *e, uint64_t addr, uint64_t tick)
 }
 
 /*
+ * The slot e, taken with end read just before, may be filled on the fast
+ * path: within the largest chunk's width below end, not merely below end,
+ * for a signal handler may have wrapped the ring to a lower chunk in
+ * between. (A smaller chunk lies wholly in that width; a slot there below
+ * its start is in the chunk a handler left pos in, which is ours.)
+ */
+static inline int hp_slot_in_reach(const struct hp_raw *e, const struct hp_raw *end)
+{
+	return (uintptr_t)e - (uintptr_t)(end - HP_CHUNK_EVENTS) < HP_CHUNK_BYTES;
+}
+
+/*
  * The per-event path: take a slot, store 16 bytes in it; or the slow path
  * when the slot is outside the chunk (the slow path gets the slot: with
  * end NULL, when the clock is not the TSC, every event goes there, and a
@@ -213,9 +238,7 @@ static inline void hp_buffer_record(uint64_t addr, uint64_t call_site)
 	 * inside this one, with later ticks). */
 	struct hp_raw *end;
 	struct hp_raw *e = hp_take_slot(&end);
-	/* Inside the chunk that ends at end, not merely below end: a handler
-	 * may have wrapped the ring to a lower chunk in between. */
-	if (unlikely((uintptr_t)e - (uintptr_t)(end - HP_CHUNK_EVENTS) >= HP_CHUNK_BYTES)) {
+	if (unlikely(!hp_slot_in_reach(e, end))) {
 		hp_buffer_record_slow(addr, e, call_site);
 		return;
 	}

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hp_buffer.h"
@@ -94,6 +95,7 @@ static struct hp_thread *hand_new(uint32_t nchunks)
 	if (!t)
 		return NULL;
 	t->nchunks = nchunks;
+	t->chunk_events = HP_CHUNK_EVENTS;
 	t->map_bytes = (size_t)nchunks * HP_CHUNK_BYTES;
 	t->base = hp_pages_alloc(t->map_bytes);
 	t->chunk_len = calloc(nchunks, sizeof(uint32_t));
@@ -836,6 +838,150 @@ START_TEST(test_stream_budget_small_buffers)
 	}
 	const char *const env[] = { "HOOKPROF_BUFFER", "1M", NULL };
 	run_budget(env, &want);
+}
+END_TEST
+
+/*
+ * Many threads alive at once: past HP_FULL_RINGS live rings a new ring's
+ * chunks are halved at each doubling of their number, down to a page, so
+ * that the first 2 chunks of many rings stay small; ring mode keeps the
+ * largest. Each thread records more than 2 of the largest chunks, through
+ * many switches of its small ones: every stream comes out whole, in order.
+ */
+#define MANY_THREADS 300
+#define MANY_EVENTS (2 * CHUNK + 5)
+
+struct many_thread {
+	sem_t started, release;
+	uint32_t chunk_events;
+};
+
+static void *many_thread(void *arg)
+{
+	struct many_thread *m = arg;
+	record_range(0, MANY_EVENTS);
+	m->chunk_events = hp_tls.thread ? hp_tls.thread->chunk_events : 0;
+	sem_post(&m->started);
+	sem_wait(&m->release);
+	return NULL;
+}
+
+/* The chunk of a ring started with `live` rings alive. */
+static uint32_t chunk_for_live(uint32_t live, int ring_mode)
+{
+	if (ring_mode || live < 32)
+		return HP_CHUNK_EVENTS;
+	return live < 64 ? HP_CHUNK_EVENTS / 2 : live < 128 ? HP_CHUNK_EVENTS / 4 :
+	       live < 256 ? HP_CHUNK_EVENTS / 8 : HP_CHUNK_EVENTS / 16;
+}
+
+static int child_many_threads(void *arg)
+{
+	int ring_mode = arg != NULL;
+	static struct many_thread m[MANY_THREADS];
+	static pthread_t th[MANY_THREADS];
+	uint32_t live = hp_tls.thread != NULL; /* this thread's ring, if it has one */
+	for (uint32_t i = 0; i < MANY_THREADS; i++) {
+		sem_init(&m[i].started, 0, 0);
+		sem_init(&m[i].release, 0, 0);
+		TK_CHILD_EQ(pthread_create(&th[i], NULL, many_thread, &m[i]), 0);
+		sem_wait(&m[i].started);
+		TK_CHILD_EQ(m[i].chunk_events, chunk_for_live(live + i, ring_mode));
+	}
+	for (int i = 0; i < MANY_THREADS; i++)
+		sem_post(&m[i].release);
+	for (int i = 0; i < MANY_THREADS; i++)
+		TK_CHILD_EQ(pthread_join(th[i], NULL), 0);
+	return TK_CHILD_OK;
+}
+
+/* Each stream's events: the pattern from event 0, in order. */
+struct many_order {
+	uint64_t next[MANY_THREADS + 1];
+	uint64_t wrong;
+};
+
+static int check_many_order(void *arg, const struct hp_analysis *a, uint32_t stream,
+			    const struct hp_ev *ev, size_t n)
+{
+	struct many_order *o = arg;
+	if (stream > MANY_THREADS) {
+		o->wrong++;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind == HP_EV_OWN)
+			continue;
+		uint64_t k = o->next[stream]++;
+		if (ev[i].kind != (k & 1 ? HP_EV_EXIT : HP_EV_ENTER) || a->funcs.addr[ev[i].func] != F(k / 2))
+			o->wrong++;
+	}
+	return 0;
+}
+
+static void run_many_threads(const char *const *env, int ring_mode)
+{
+	run_ok(env, child_many_threads, ring_mode ? (void *)1 : NULL);
+	static struct many_order o;
+	memset(&o, 0, sizeof(o));
+	ck_assert_msg(hp_analyze(path, 0, check_many_order, &o, &A, err, sizeof(err)) == 0, "%s", err);
+	analyzed = 1;
+	ck_assert_uint_eq(o.wrong, 0);
+	uint32_t streams = 0;
+	for (uint32_t s = 0; s <= MANY_THREADS; s++)
+		if (o.next[s]) {
+			ck_assert_uint_eq(o.next[s], MANY_EVENTS);
+			streams++;
+		}
+	ck_assert_uint_eq(streams, MANY_THREADS);
+	ck_assert_uint_eq(tk_lost_total(&A), 0);
+}
+
+START_TEST(test_many_threads_smaller_chunks)
+{
+	run_many_threads(NULL, 0);
+}
+END_TEST
+
+/* A child forked beside many live threads has only its own: its ring
+ * gets the largest chunks again. */
+static int child_fork_beside_many(void *arg)
+{
+	(void)arg;
+	static struct many_thread m[2 * HP_FULL_RINGS];
+	static pthread_t th[2 * HP_FULL_RINGS];
+	for (uint32_t i = 0; i < 2 * HP_FULL_RINGS; i++) {
+		sem_init(&m[i].started, 0, 0);
+		sem_init(&m[i].release, 0, 0);
+		TK_CHILD_EQ(pthread_create(&th[i], NULL, many_thread, &m[i]), 0);
+		sem_wait(&m[i].started);
+	}
+	TK_CHILD_EQ(m[2 * HP_FULL_RINGS - 1].chunk_events, HP_CHUNK_EVENTS / 2);
+	pid_t pid = fork();
+	if (pid == 0) {
+		record_range(0, 2);
+		_exit(hp_tls.thread && hp_tls.thread->chunk_events == HP_CHUNK_EVENTS ? 0 : 1);
+	}
+	int status = 0;
+	TK_CHILD_EQ(waitpid(pid, &status, 0), pid);
+	TK_CHILD_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (uint32_t i = 0; i < 2 * HP_FULL_RINGS; i++)
+		sem_post(&m[i].release);
+	for (uint32_t i = 0; i < 2 * HP_FULL_RINGS; i++)
+		TK_CHILD_EQ(pthread_join(th[i], NULL), 0);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_fork_beside_many_threads_full_chunks)
+{
+	run_ok(NULL, child_fork_beside_many, NULL);
+}
+END_TEST
+
+START_TEST(test_many_threads_ring_mode_keeps_chunks)
+{
+	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "256K", NULL };
+	run_many_threads(env, 1);
 }
 END_TEST
 
@@ -1587,6 +1733,9 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_ring_grows_at_a_later_lap);
 	tcase_add_test(core, test_stream_budget_small_buffers);
 	tcase_add_test(core, test_ring_no_budget);
+	tcase_add_test(core, test_many_threads_smaller_chunks);
+	tcase_add_test(core, test_many_threads_ring_mode_keeps_chunks);
+	tcase_add_test(core, test_fork_beside_many_threads_full_chunks);
 	tcase_add_test(core, test_take_oldest_first);
 	tcase_add_test(core, test_take_wraps_around);
 	tcase_add_test(core, test_ring_take_copies_and_claims);

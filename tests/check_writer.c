@@ -141,6 +141,7 @@ static struct hp_thread *hand_thread(uint32_t stream, uint32_t tid, const char *
 	if (!t)
 		return NULL;
 	t->nchunks = 4;
+	t->chunk_events = HP_CHUNK_EVENTS;
 	t->map_bytes = (size_t)t->nchunks * HP_CHUNK_BYTES;
 	t->base = hp_pages_alloc(t->map_bytes);
 	t->chunk_len = calloc(t->nchunks, sizeof(uint32_t));

@@ -1,9 +1,11 @@
 # tests/e2e/sections/88-perf.sh - memory with many threads (issue 8): in
 # stream mode the threads' buffers share a budget, so 32 busy threads alive
-# at once grow the peak resident set by at most 32 MiB; ring mode keeps
+# at once grow the peak resident set by at most 32 MiB, and so do 512
+# (past 32 live rings a new ring's chunks are smaller); ring mode keeps
 # every thread's buffer whole. Peak RSS is a size, not a timing: the bounds
-# hold by construction (an 8 MiB budget + 32 x 128 KiB; 32 x 1 MiB). (Sourced
-# by tests/e2e/run.sh.)
+# hold by construction (an 8 MiB budget + 32 x 128 KiB; the budget + 10 MiB
+# for the first 256 rings + 256 x 16 KiB; 32 x 1 MiB). (Sourced by
+# tests/e2e/run.sh.)
 
 build rssthreads gcc "${IF[@]}" -O1 -pthread "$SRC/rssthreads.c"
 
@@ -30,6 +32,19 @@ if ! skipped_under address thread -- "peak RSS of 32 busy threads" "$RSS_NOTE"; 
 		growth_at_most "$plain_kb" "$stream_kb" 32768
 	if report "$label" "$TRACE"; then
 		expect_calls "$label" rssthreads main=1 rt_thread=32 rt_work=3200000
+		zero_lost "$label"
+	fi
+
+	label="512 busy threads, stream mode (default buffer)"
+	run_guarded linked rss-plain-512 rssthreads -- 512 20000
+	plain512_kb=$(cat "$DIR/out")
+	run_guarded preload rss-stream-512 rssthreads -- 512 20000
+	stream512_kb=$(cat "$DIR/out")
+	check "$label: exit status 0, nothing on stderr" "status $RC, $(brief "$DIR/err")" [ "$RC" = 0 -a ! -s "$DIR/err" ]
+	check "$label: peak RSS grows by at most 32 MiB" "plain $plain512_kb KiB, traced $stream512_kb KiB" \
+		growth_at_most "$plain512_kb" "$stream512_kb" 32768
+	if report "$label" "$TRACE"; then
+		expect_calls "$label" rssthreads main=1 rt_thread=512 rt_work=10240000
 		zero_lost "$label"
 	fi
 
