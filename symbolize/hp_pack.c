@@ -229,12 +229,6 @@ static int copy_file(const char *from, const char *to)
 	return rc;
 }
 
-static int same_file(const char *a, const char *b)
-{
-	struct stat x, y;
-	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
 /* ---- one module --------------------------------------------------------- */
 
 /* Where m's file goes in the pack, relative to it. */
@@ -308,7 +302,7 @@ static int store_module(const char *dir, struct hp_pack_module *m, char *err, si
 		rc = copy_file(m->path, to);
 		if (!rc)
 			rc = store_debuglink_file(dir, m);
-	} else if (!same_file(m->source, to)) {
+	} else if (!hp_path_same_file(m->source, to)) {
 		struct elf_facts there = m->build_id[0] ? read_elf_facts(to) : (struct elf_facts){ 0 };
 		if (!there.ok || strcmp(there.build_id, m->build_id))
 			rc = copy_file(m->source, to);
@@ -369,7 +363,7 @@ static int store_pdb(const char *dir, struct hp_pack_module *m, char *err, size_
 	int rc = 0;
 	if (pdb && m->kind == HP_PACK_MAIN)
 		m->kind = found ? HP_PACK_WITH_PDB : HP_PACK_NO_PDB;
-	if (found && (!to || (!same_file(found, to) && copy_file(found, to)))) {
+	if (found && (!to || (!hp_path_same_file(found, to) && copy_file(found, to)))) {
 		snprintf(err, errlen, "cannot store %s in %s: %s", found, dir,
 			 to ? strerror(errno) : "out of memory");
 		rc = -1;
@@ -422,7 +416,7 @@ static int pack_pe_module(const char *dir, const struct hp_module *tm, struct hp
 		m->stored = name;
 		name = NULL;
 		m->bytes = file_size(local);
-		if (!same_file(local, there) && copy_file(local, there)) {
+		if (!hp_path_same_file(local, there) && copy_file(local, there)) {
 			snprintf(err, errlen, "cannot store %s as %s: %s", local, there, strerror(errno));
 			rc = -1;
 		} else {

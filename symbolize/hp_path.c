@@ -4,6 +4,7 @@
 #include "hp_path.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *skip_device_prefix(const char *p)
 {
@@ -43,4 +44,16 @@ const char *hp_path_base(const char *path)
 		base = back ? back + 1 : base;
 	}
 	return base;
+}
+
+int hp_path_same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+int hp_path_is_regular(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }

@@ -5,6 +5,8 @@
  * paths (C:\dir\prog.exe, \\?\C:\..., \\server\share\...); read on Linux
  * they must still show as their base names. A backslash in a Linux path is
  * part of a file name, so it separates only in a path that is Windows'.
+ *
+ * And what a command may do with a path it is given to write.
  */
 #ifndef HP_PATH_H
 #define HP_PATH_H
@@ -24,5 +26,12 @@ const char *hp_path_base(const char *path);
  * colon: path + hp_path_drive_rest(path). */
 int hp_path_drive(const char *path);
 size_t hp_path_drive_rest(const char *path);
+
+/* 1 if a and b name one file (the same device and inode, links followed). */
+int hp_path_same_file(const char *a, const char *b);
+/* 1 if path is a regular file (a symbolic link is not followed): the only
+ * kind a command given path to write may remove, never a device or a FIFO
+ * (`-o /dev/null` run as root). */
+int hp_path_is_regular(const char *path);
 
 #endif

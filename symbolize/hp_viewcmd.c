@@ -16,6 +16,7 @@
 
 #include "hp_cli.h"
 #include "hp_drive.h"
+#include "hp_path.h"
 #include "hp_progress.h"
 
 #define ERRLEN 1024
@@ -113,6 +114,7 @@ static void print_help(const char *command, const struct hp_view_ops *ops)
 struct cmdline {
 	const char *format;
 	const char *output;
+	int output_regular; /* opened as a regular file: removed if the run fails */
 	int partial;
 	struct hp_view_opts vo;
 	struct hp_drive_opts dopts;
@@ -180,7 +182,7 @@ static int split_operands(struct cmdline *c, const struct hp_view_ops *ops, char
 	return 0;
 }
 
-static FILE *open_output(const struct cmdline *c, const struct hp_view_ops *ops, char *err,
+static FILE *open_output(struct cmdline *c, const struct hp_view_ops *ops, char *err,
 			 size_t errlen)
 {
 	if (!c->output || !strcmp(c->output, "-")) {
@@ -193,6 +195,8 @@ static FILE *open_output(const struct cmdline *c, const struct hp_view_ops *ops,
 	FILE *f = fopen(c->output, "w");
 	if (!f)
 		snprintf(err, errlen, "%s: %s", c->output, strerror(errno));
+	struct stat st;
+	c->output_regular = f && !fstat(fileno(f), &st) && S_ISREG(st.st_mode);
 	return f;
 }
 
@@ -203,9 +207,21 @@ static int close_output(FILE *out, const struct cmdline *c, int failed, char *er
 		bad = 1;
 	if (bad && !failed)
 		snprintf(err, errlen, "%s: could not be written", c->output ? c->output : "standard output");
-	if ((bad || failed) && out != stdout)
+	if ((bad || failed) && c->output_regular)
 		unlink(c->output); /* no half file left that looks whole */
 	return bad;
+}
+
+/* -o names one of the traces to read: opening it would empty it first. */
+static int reads_output(const char *output, const struct hp_cli_names *traces, char *err,
+			size_t errlen)
+{
+	for (size_t i = 0; i < traces->n; i++)
+		if (hp_path_same_file(output, traces->v[i])) {
+			snprintf(err, errlen, "-o %s: that is a trace to read; give another name", output);
+			return 1;
+		}
+	return 0;
 }
 
 static int run(struct cmdline *c, const struct hp_view_ops *ops)
@@ -219,6 +235,8 @@ static int run(struct cmdline *c, const struct hp_view_ops *ops)
 	struct hp_cli_names all = { 0 };
 	int rc = hp_cli_traces(traces, ntraces, &all, err, sizeof(err));
 	free(traces);
+	if (!rc && c->output && reads_output(c->output, &all, err, sizeof(err)))
+		rc = -1;
 	FILE *out = rc ? NULL : open_output(c, ops, err, sizeof(err));
 	if (!out) {
 		hp_cli_names_free(&all);

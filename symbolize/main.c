@@ -24,6 +24,7 @@
 #include "hp_config.h"
 #include "hp_diff.h"
 #include "hp_drive.h"
+#include "hp_path.h"
 #include "hp_format.h"
 #include "hp_pack.h"
 #include "hp_procs.h"
@@ -434,7 +435,7 @@ static int run_recorded(const struct record_opts *o, const char *lib, char **arg
 	struct hp_cli_names before;
 	if (destination(o, &d))
 		return hp_cli_print_error(o->dir ? "cannot make the directory for the traces" : "cannot resolve the working directory"), 1;
-	if (o->output)
+	if (o->output && hp_path_is_regular(o->output))
 		unlink(o->output); /* -o asks for that name: an old trace goes */
 	hp_cli_list_traces(d.dir, &before); /* a directory not there yet holds no old trace */
 	int ready[2];

@@ -189,3 +189,35 @@ check "ring mode: the buffer per thread (default 8 MiB)" "$(grep '^buffer:' "$ED
 check "an unknown HOOKPROF_BUFER: one warning naming it and HOOKPROF_BUFFER" "$(brief "$EDIR/err")" \
 	cli_one_line "$EDIR/err" \
 	"^hookprof: unknown variable HOOKPROF_BUFER in the environment \\(did you mean HOOKPROF_BUFFER\\?\\); ignored$"
+
+# ---- -o: what a command may empty or remove --------------------------------
+# A view's -o is emptied as it opens and removed if the run fails (no half
+# file left that looks whole): never when it is a trace being read, and
+# never when it is not a regular file (a FIFO here; /dev/null run as root).
+# record -o removes an old trace of that name first: a regular file only.
+OUT=$CLI/outputs
+mkdir -p "$OUT"
+cp "$GOOD" "$OUT/self.hookprof"
+"$HP" export --format=folded -o "$OUT/self.hookprof" "$OUT/self.hookprof" >"$OUT/self.out" 2>"$OUT/self.err"
+rc=$?
+check "export -o TRACE TRACE: refused in one line, exit 1, the trace left whole" \
+	"status $rc, $(brief "$OUT/self.err")" \
+	all_of [ $rc = 1 ] -- cli_one_line "$OUT/self.err" "^hookprof: -o .*self.hookprof: that is a trace to read; give another name$" \
+	-- cmp -s "$GOOD" "$OUT/self.hookprof"
+mkfifo "$OUT/fifo"
+: >"$OUT/empty.hookprof"
+cat "$OUT/fifo" >/dev/null &
+reader=$!
+"$HP" export --format=folded -o "$OUT/fifo" "$OUT/empty.hookprof" >/dev/null 2>"$OUT/fifo.err"
+rc=$?
+wait $reader
+check "export -o FIFO of a trace that fails: exit 1, the FIFO is still there" \
+	"status $rc, $(brief "$OUT/fifo.err"), $(ls -l "$OUT/fifo" 2>&1)" [ $rc = 1 -a -p "$OUT/fifo" ]
+cat "$OUT/fifo" >"$OUT/fifo.trace" &
+reader=$!
+"$HP" record -o "$OUT/fifo" -- "$B/cli_nested" >/dev/null 2>"$OUT/record.err"
+rc=$?
+wait $reader
+check "record -o FIFO: exit 0, the FIFO is still there and the trace went through it" \
+	"status $rc, $(brief "$OUT/record.err"), $(ls -l "$OUT/fifo" 2>&1)" \
+	all_of [ $rc = 0 -a -p "$OUT/fifo" ] -- "$HP" info "$OUT/fifo.trace"
