@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "hp_calltree.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,4 +222,81 @@ void hp_calltree_free(struct hp_calltree *t)
 	free(t->node);
 	free(t->slot);
 	memset(t, 0, sizeof(*t));
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 256;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * size);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+const char *hp_pathtext_of(struct hp_pathtext *p, const struct hp_calltree *t,
+			   const struct hp_fntab *fns, uint32_t id, size_t *len)
+{
+	const struct hp_cnode *c = &t->node[id];
+	if (grow((void **)&p->len_at, &p->depth_cap, (size_t)c->depth + 1, sizeof(*p->len_at)))
+		return NULL;
+	size_t at = c->depth ? p->len_at[c->depth - 1] : 0;
+	const char *name = hp_fntab_name(fns, c->fn);
+	size_t n = strlen(name);
+	if (grow((void **)&p->text, &p->cap, at + n + 2, 1))
+		return NULL;
+	if (c->depth)
+		p->text[at++] = ';';
+	for (size_t i = 0; i < n; i++)
+		p->text[at + i] = name[i] == ';' ? ':' : name[i];
+	p->text[at + n] = 0;
+	p->len_at[c->depth] = at + n;
+	*len = at + n;
+	return p->text;
+}
+
+void hp_pathtext_free(struct hp_pathtext *p)
+{
+	free(p->text);
+	free(p->len_at);
+	*p = (struct hp_pathtext){ 0 };
+}
+
+uint64_t hp_calltree_path_bytes(const struct hp_calltree *t, const struct hp_fntab *fns,
+				uint32_t *deepest)
+{
+	/* A node is made after its caller's: one pass in id order. */
+	uint64_t *len = malloc((t->n ? t->n : 1) * sizeof(*len)), bytes = 0;
+	*deepest = 0;
+	if (!len)
+		return 0;
+	len[HP_CNODE_ROOT] = 0;
+	for (uint32_t id = 1; id < t->n; id++) {
+		const struct hp_cnode *c = &t->node[id];
+		len[id] = len[c->parent] + (c->depth ? 1 : 0) + strlen(hp_fntab_name(fns, c->fn));
+		if (c->calls)
+			bytes += len[id];
+		if (c->depth + 1 > *deepest)
+			*deepest = c->depth + 1;
+	}
+	free(len);
+	return bytes;
+}
+
+int hp_calltree_paths_too_big(const struct hp_calltree *t, const struct hp_fntab *fns,
+			      const char *what, char *line, size_t len)
+{
+	uint32_t deepest;
+	uint64_t bytes = hp_calltree_path_bytes(t, fns, &deepest);
+	if (bytes < HP_VIEW_WARN_BYTES)
+		return 0;
+	snprintf(line, len, "%s may take up to %.1f GB: call paths go %u calls deep (a recursion "
+		 "N deep makes N paths of up to N names); --depth=N makes them smaller",
+		 what, (double)bytes / 1e9, deepest);
+	return 1;
 }

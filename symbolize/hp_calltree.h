@@ -65,4 +65,30 @@ int hp_calltree_walk(const struct hp_calltree *t, int (*fn)(void *arg, const str
 							    uint32_t node), void *arg);
 void hp_calltree_free(struct hp_calltree *t);
 
+/*
+ * The text of a node's path: the names from the root joined by ';', a ';'
+ * in a name (none in C or C++) written as ':', as folded stacks have it.
+ * Built a level at a time, for nodes given callers first (the walk's
+ * order); it keeps its buffers from one node to the next.
+ */
+struct hp_pathtext {
+	char *text;
+	size_t *len_at; /* text's length after the name at each depth */
+	size_t cap, depth_cap;
+};
+/* id's path, NUL-terminated, valid until the next call; its length in
+ * *len. NULL out of memory. */
+const char *hp_pathtext_of(struct hp_pathtext *p, const struct hp_calltree *t,
+			   const struct hp_fntab *fns, uint32_t id, size_t *len);
+void hp_pathtext_free(struct hp_pathtext *p);
+/* The bytes of the paths of every node with calls, as hp_pathtext writes
+ * them: a recursion N deep makes N paths of up to N names, N^2 / 2 names
+ * in all. *deepest: the most calls deep. 0 out of memory. */
+uint64_t hp_calltree_path_bytes(const struct hp_calltree *t, const struct hp_fntab *fns,
+				uint32_t *deepest);
+/* 1, and the warning in line, if what (a view's output: "the folded
+ * stacks") would take HP_VIEW_WARN_BYTES or more in paths. */
+int hp_calltree_paths_too_big(const struct hp_calltree *t, const struct hp_fntab *fns,
+			      const char *what, char *line, size_t len);
+
 #endif

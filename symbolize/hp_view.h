@@ -111,6 +111,10 @@ enum hp_view_flags {
 				 * counts of calls and their durations only */
 };
 
+/* An output that will take this much or more earns a warning first (the
+ * driver's hp_drive_warn), saying what makes it smaller. */
+#define HP_VIEW_WARN_BYTES (1ull << 30)
+
 struct hp_view_ops {
 	const char *name;     /* the command, or the export format */
 	const char *summary;  /* one line for --help */

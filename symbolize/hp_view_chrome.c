@@ -25,7 +25,6 @@
 #include "hp_drive.h"
 #include "hp_path.h"
 
-#define WARN_BYTES (1ull << 30)
 /* A trace's events take about 1.5 bytes each (measured on examples/ and
  * the e2e programs; deltas of a few ticks): fewer bytes per event would
  * only make the estimate of the events to come larger. */
@@ -162,7 +161,7 @@ static void check_size(struct hp_view *v)
 	double per_event = (double)(c->bytes - c->bytes_at_trace) / (double)a->events;
 	double events = (double)c->trace_size / TRACE_BYTES_PER_EVENT;
 	double expect = (double)c->bytes_at_trace + per_event * (events > a->events ? events : a->events);
-	if (expect < WARN_BYTES)
+	if (expect < HP_VIEW_WARN_BYTES)
 		return;
 	c->warned = 1;
 	char line[256];

@@ -12,9 +12,7 @@
 
 struct folded {
 	struct hp_calltree tree;
-	char *path;        /* the names of the nodes walked so far, by depth */
-	size_t *len_at;    /* path's length before the name at each depth */
-	size_t cap, depth_cap;
+	struct hp_pathtext path;
 };
 
 static int open_folded(struct hp_view *v, char *err, size_t errlen)
@@ -42,21 +40,6 @@ static int exit_folded(struct hp_view *v, struct hp_vthread *t, const struct hp_
 	return hp_calltree_exit(&f->tree, t->data, fr) == HP_CNODE_NONE ? -1 : 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 256;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * size);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 struct walk {
 	struct folded *f;
 	const struct hp_fntab *fns;
@@ -66,31 +49,23 @@ struct walk {
 static int line_of(void *arg, const struct hp_calltree *t, uint32_t id)
 {
 	struct walk *w = arg;
-	struct folded *f = w->f;
 	const struct hp_cnode *c = &t->node[id];
-	size_t dcap = f->depth_cap;
-	if (grow((void **)&f->len_at, &dcap, (size_t)c->depth + 1, sizeof(*f->len_at)))
+	size_t len;
+	const char *path = hp_pathtext_of(&w->f->path, t, w->fns, id, &len);
+	if (!path)
 		return -1;
-	f->depth_cap = dcap;
-	size_t at = c->depth ? f->len_at[c->depth - 1] : 0;
-	const char *name = hp_fntab_name(w->fns, c->fn);
-	size_t n = strlen(name);
-	if (grow((void **)&f->path, &f->cap, at + n + 2, 1))
-		return -1;
-	if (c->depth)
-		f->path[at++] = ';';
-	for (size_t i = 0; i < n; i++)
-		f->path[at + i] = name[i] == ';' ? ':' : name[i];
-	f->len_at[c->depth] = at + n;
 	unsigned long long self = (unsigned long long)(c->self + 0.5);
 	if (c->calls && self)
-		fprintf(w->out, "%.*s %llu\n", (int)(at + n), f->path, self);
+		fprintf(w->out, "%.*s %llu\n", (int)len, path, self);
 	return ferror(w->out) ? -1 : 0;
 }
 
 static int end_folded(struct hp_view *v, char *err, size_t errlen)
 {
 	struct walk w = { v->state, hp_drive_fns(v->d), v->out };
+	char line[256];
+	if (hp_calltree_paths_too_big(&w.f->tree, w.fns, "the folded stacks", line, sizeof(line)))
+		hp_drive_warn(v->d, line);
 	if (hp_calltree_walk(&w.f->tree, line_of, &w)) {
 		snprintf(err, errlen, "out of memory, or the output could not be written");
 		return -1;
@@ -103,8 +78,7 @@ static void close_folded(struct hp_view *v)
 	struct folded *f = v->state;
 	if (f) {
 		hp_calltree_free(&f->tree);
-		free(f->path);
-		free(f->len_at);
+		hp_pathtext_free(&f->path);
 	}
 	free(f);
 	v->state = NULL;

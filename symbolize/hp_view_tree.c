@@ -28,9 +28,7 @@ struct tree {
 	uint8_t *shown;       /* per node: on a line of the output */
 	uint8_t *more;        /* per node: a later sibling is shown */
 	uint8_t guide[GUIDE_LEVELS + 1]; /* per depth: the node there has a later sibling */
-	char *path;           /* CSV: names of the nodes walked so far, by depth */
-	size_t *len_at;       /* path's length after the name at each depth */
-	size_t path_cap, depth_cap;
+	struct hp_pathtext path; /* CSV: the node's path */
 	int csv;
 	FILE *out;
 	const struct hp_fntab *fns;
@@ -168,39 +166,15 @@ static void table_line(struct tree *t, const struct hp_cnode *c)
 	fprintf(t->out, "%s\n", hp_fntab_name(t->fns, c->fn));
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
+/* The path of c, from the root, as folded stacks write it. */
+static int csv_line(struct tree *t, const struct hp_calltree *ct, uint32_t id)
 {
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 256;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * size);
-	if (!q)
+	const struct hp_cnode *c = &ct->node[id];
+	size_t len;
+	const char *path = hp_pathtext_of(&t->path, ct, t->fns, id, &len);
+	if (!path)
 		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
-/* The path of c, from the root: a ';' in a name (none in C or C++) would
- * split it, so it is written as ':' as in folded stacks. */
-static int csv_line(struct tree *t, const struct hp_cnode *c)
-{
-	if (grow((void **)&t->len_at, &t->depth_cap, (size_t)c->depth + 1, sizeof(*t->len_at)))
-		return -1;
-	size_t at = c->depth ? t->len_at[c->depth - 1] : 0;
-	const char *name = hp_fntab_name(t->fns, c->fn);
-	size_t n = strlen(name);
-	if (grow((void **)&t->path, &t->path_cap, at + n + 2, 1))
-		return -1;
-	if (c->depth)
-		t->path[at++] = ';';
-	for (size_t i = 0; i < n; i++)
-		t->path[at + i] = name[i] == ';' ? ':' : name[i];
-	t->path[at + n] = 0;
-	t->len_at[c->depth] = at + n;
-	hp_csv_field(t->out, t->path);
+	hp_csv_field(t->out, path);
 	fprintf(t->out, ",%llu,%llu,%llu,%llu,%llu,%llu\r\n", (unsigned long long)c->calls,
 		ns_int(c->total), ns_int(c->self), ns_int(avg_of(c)), ns_int(c->min),
 		ns_int(c->max));
@@ -218,7 +192,7 @@ static int line_of(void *arg, const struct hp_calltree *ct, uint32_t id)
 	if (c->depth <= GUIDE_LEVELS)
 		t->guide[c->depth] = t->more[id];
 	if (t->csv) {
-		if (csv_line(t, c))
+		if (csv_line(t, ct, id))
 			return -1;
 	} else {
 		table_line(t, c);
@@ -236,6 +210,9 @@ static int end_tree(struct hp_view *v, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	char line[256];
+	if (t->csv && hp_calltree_paths_too_big(&t->tree, t->fns, "the CSV", line, sizeof(line)))
+		hp_drive_warn(v->d, line);
 	if (t->csv)
 		fputs("path,calls,total_ns,self_ns,avg_ns,min_ns,max_ns\r\n", t->out);
 	else
@@ -256,8 +233,7 @@ static void close_tree(struct hp_view *v)
 		free(t->under);
 		free(t->shown);
 		free(t->more);
-		free(t->path);
-		free(t->len_at);
+		hp_pathtext_free(&t->path);
 	}
 	free(t);
 	v->state = NULL;
@@ -272,7 +248,7 @@ const struct hp_view_ops hp_view_tree = {
 		"  --limit=N             only the first N callees of each node (and N roots)\n"
 		"  csv columns: path,calls,total_ns,self_ns,avg_ns,min_ns,max_ns; path is the\n"
 		"  names from the root joined by ';' (a recursion N deep makes N paths of up\n"
-		"  to N names: --depth cuts it)\n",
+		"  to N names: --depth cuts it; a warning first if it is 1 GB or more)\n",
 	.formats = "table|csv",
 	.open = open_tree,
 	.enter = enter_tree,

@@ -284,6 +284,97 @@ END_TEST
 /* A million levels of one function: a node each, walked in order with no
  * recursion (a recursive walk would overflow the stack), and made in time:
  * the hash once sent such a path through one cluster of slots. */
+/* ------------------------------------------------ the paths as text */
+
+static struct hp_fntab names;
+
+/* Interns the names in order: function i is names[i]. */
+static void name_functions(const char *const *list, size_t n)
+{
+	memset(&names, 0, sizeof(names));
+	for (size_t i = 0; i < n; i++) {
+		struct hp_symbol sym = { .name = list[i], .module = "m", .offset = 16 * i };
+		ck_assert_uint_eq(hp_fntab_intern(&names, &sym), i);
+	}
+}
+
+struct texts {
+	struct hp_pathtext p;
+	char all[256];
+};
+
+static int text_of(void *arg, const struct hp_calltree *t, uint32_t id)
+{
+	struct texts *x = arg;
+	size_t len;
+	const char *s = hp_pathtext_of(&x->p, t, &names, id, &len);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(strlen(s), len);
+	strncat(x->all, s, sizeof(x->all) - strlen(x->all) - 2);
+	strcat(x->all, "|");
+	return 0;
+}
+
+/* Each node's path from the root, ';' between names and ':' for a ';' in
+ * one, however the walk goes up and down; their bytes counted alike. */
+START_TEST(test_path_text)
+{
+	static const char *const list[] = { "main", "a;b", "leaf" };
+	name_functions(list, 3);
+	en(&path, 0);
+	en(&path, 1);
+	en(&path, 2);
+	ex(&path, 2, 1, 1);
+	ex(&path, 1, 2, 1);
+	en(&path, 2);
+	ex(&path, 2, 1, 1);
+	ex(&path, 0, 4, 1);
+	struct texts x = { 0 };
+	ck_assert_int_eq(hp_calltree_walk(&tree, text_of, &x), 0);
+	ck_assert_str_eq(x.all, "main|main;a:b|main;a:b;leaf|main;leaf|");
+	uint32_t deepest;
+	ck_assert_uint_eq(hp_calltree_path_bytes(&tree, &names, &deepest), 4 + 8 + 13 + 9);
+	ck_assert_uint_eq(deepest, 3);
+	char line[256];
+	ck_assert_int_eq(hp_calltree_paths_too_big(&tree, &names, "x", line, sizeof(line)), 0);
+	hp_pathtext_free(&x.p);
+	hp_fntab_free(&names);
+}
+END_TEST
+
+/* A recursion N deep makes N paths of up to N names: 46341 levels of a
+ * one-letter name take 46341^2 bytes, 2.1 GB, and earn the warning (from
+ * 1 GiB on); 20000 levels, 400 MB, do not. */
+static void recurse(uint32_t depth)
+{
+	for (uint32_t i = 0; i < depth; i++)
+		en(&path, 0);
+	struct hp_vframe f = { .fn = 0, .dur = 1, .self = 1 };
+	int bad = 0;
+	for (uint32_t i = 0; i < depth; i++)
+		bad |= hp_calltree_exit(&tree, &path, &f) == HP_CNODE_NONE;
+	ck_assert_int_eq(bad, 0);
+}
+
+START_TEST(test_paths_too_big)
+{
+	static const char *const list[] = { "r" };
+	name_functions(list, 1);
+	char line[256];
+	recurse(20000);
+	uint32_t deepest;
+	ck_assert_uint_eq(hp_calltree_path_bytes(&tree, &names, &deepest), 20000ull * 20000);
+	ck_assert_int_eq(hp_calltree_paths_too_big(&tree, &names, "x", line, sizeof(line)), 0);
+	hp_calltree_free(&tree);
+	ck_assert_int_eq(hp_calltree_init(&tree), 0);
+	recurse(46341);
+	ck_assert_int_eq(hp_calltree_paths_too_big(&tree, &names, "the folded stacks", line, sizeof(line)), 1);
+	ck_assert_msg(strstr(line, "the folded stacks may take up to 2.1 GB") && strstr(line, "46341 calls deep") &&
+			      strstr(line, "--depth=N"), "%s", line);
+	hp_fntab_free(&names);
+}
+END_TEST
+
 START_TEST(test_deep_path)
 {
 	enum { DEPTH = 1000000 };
@@ -358,6 +449,8 @@ static Suite *calltree_suite(void)
 	tcase_add_checked_fixture(limits, setup, teardown);
 	tcase_add_test(limits, test_empty);
 	tcase_add_test(limits, test_deep_path);
+	tcase_add_test(limits, test_path_text);
+	tcase_add_test(limits, test_paths_too_big);
 	tcase_add_test(limits, test_wide_sort);
 	tcase_set_timeout(limits, 30);
 	suite_add_tcase(s, limits);

@@ -477,6 +477,23 @@ if ! skipped_under thread -- "recursion linked and record" "$DEEP_STACK"; then
 	run record recursion-record recursion
 	check_run "recursion record" record 0 "recursion 100000 6765"
 	recursion_checks "recursion record" recursion
+	# Folded stacks write a path per level: 100000 paths of up to 100000
+	# names, 45 GB. A warning says so before the first line (/dev/full
+	# then fails the write at once; it is no regular file: it stays).
+	if [ -c /dev/full ]; then
+		"$HP" export --format=folded -o /dev/full "$TRACE" >/dev/null 2>"$DIR/folded.err"
+		rc=$?
+		check "recursion record: export --format=folded warns first of a recursion 100000 deep, then fails on /dev/full, which stays" \
+			"status $rc, $(brief "$DIR/folded.err")" \
+			all_of [ $rc = 1 -a -c /dev/full ] -- grep -q \
+			"^hookprof: warning: the folded stacks may take up to [0-9.]* GB: call paths go 100001 calls deep .*--depth=N makes them smaller$" \
+			"$DIR/folded.err"
+	fi
+	"$HP" export --format=folded --depth=1000 -o "$DIR/folded" "$TRACE" 2>"$DIR/folded1000.err"
+	rc=$?
+	check "recursion record: export --format=folded --depth=1000: no warning, paths of up to 1000 calls" \
+		"status $rc, $(brief "$DIR/folded1000.err"), $(awk '{ print NF }' FS=';' "$DIR/folded" | sort -n | tail -n1) names at most" \
+		[ $rc = 0 -a ! -s "$DIR/folded1000.err" -a "$(awk '{ print NF }' FS=';' "$DIR/folded" | sort -n | tail -n1)" = 1000 ]
 fi
 
 threads_checks() { # LABEL BIN
