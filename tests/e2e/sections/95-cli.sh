@@ -204,6 +204,7 @@ check "export -o TRACE TRACE: refused in one line, exit 1, the trace left whole"
 	"status $rc, $(brief "$OUT/self.err")" \
 	all_of [ $rc = 1 ] -- cli_one_line "$OUT/self.err" "^hookprof: -o .*self.hookprof: that is a trace to read; give another name$" \
 	-- cmp -s "$GOOD" "$OUT/self.hookprof"
+trace_reads() { "$HP" info "$1" >/dev/null 2>&1; }
 mkfifo "$OUT/fifo"
 : >"$OUT/empty.hookprof"
 cat "$OUT/fifo" >/dev/null &
@@ -220,4 +221,4 @@ rc=$?
 wait $reader
 check "record -o FIFO: exit 0, the FIFO is still there and the trace went through it" \
 	"status $rc, $(brief "$OUT/record.err"), $(ls -l "$OUT/fifo" 2>&1)" \
-	all_of [ $rc = 0 -a -p "$OUT/fifo" ] -- "$HP" info "$OUT/fifo.trace"
+	all_of [ $rc = 0 -a -p "$OUT/fifo" ] -- trace_reads "$OUT/fifo.trace"
