@@ -978,6 +978,52 @@ START_TEST(test_fork_beside_many_threads_full_chunks)
 }
 END_TEST
 
+/*
+ * A child forked with more frames open than a chunk of the smaller size,
+ * whose forking thread starts its ring only after the child has started
+ * HP_FULL_RINGS threads of its own: its inherited enters must still fit
+ * in its first chunk (a chunk never holds more than its chunk_events).
+ */
+#define DEEP_FRAMES (HP_CHUNK_EVENTS / 2 + 8)
+
+static int child_fork_deep_then_many(void *arg)
+{
+	(void)arg;
+	for (uint64_t k = 0; k < DEEP_FRAMES; k++)
+		record(2 * k); /* enters only: DEEP_FRAMES frames open */
+	pid_t pid = fork();
+	if (pid == 0) {
+		static struct many_thread m[HP_FULL_RINGS];
+		static pthread_t th[HP_FULL_RINGS];
+		for (uint32_t i = 0; i < HP_FULL_RINGS; i++) {
+			sem_init(&m[i].started, 0, 0);
+			sem_init(&m[i].release, 0, 0);
+			if (pthread_create(&th[i], NULL, many_thread, &m[i]))
+				_exit(2);
+			sem_wait(&m[i].started);
+		}
+		record(2 * DEEP_FRAMES); /* this thread's first event in the child */
+		struct hp_thread *t = hp_tls.thread;
+		int bad = !t || t->chunk_len[0] > t->chunk_events ||
+			  hp_tls.pos < t->base || hp_tls.pos > t->base + (size_t)t->max_chunks * t->chunk_events;
+		for (uint32_t i = 0; i < HP_FULL_RINGS; i++)
+			sem_post(&m[i].release);
+		for (uint32_t i = 0; i < HP_FULL_RINGS; i++)
+			pthread_join(th[i], NULL);
+		_exit(bad ? 1 : 0);
+	}
+	int status = 0;
+	TK_CHILD_EQ(waitpid(pid, &status, 0), pid);
+	TK_CHILD_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_fork_deep_inherits_into_a_smaller_ring)
+{
+	run_ok(NULL, child_fork_deep_then_many, NULL);
+}
+END_TEST
+
 START_TEST(test_many_threads_ring_mode_keeps_chunks)
 {
 	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "256K", NULL };
@@ -1736,6 +1782,7 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_many_threads_smaller_chunks);
 	tcase_add_test(core, test_many_threads_ring_mode_keeps_chunks);
 	tcase_add_test(core, test_fork_beside_many_threads_full_chunks);
+	tcase_add_test(core, test_fork_deep_inherits_into_a_smaller_ring);
 	tcase_add_test(core, test_take_oldest_first);
 	tcase_add_test(core, test_take_wraps_around);
 	tcase_add_test(core, test_ring_take_copies_and_claims);
