@@ -234,12 +234,22 @@ static void give_back_budget(size_t bytes)
 	__atomic_fetch_sub(&committed_bytes, bytes, __ATOMIC_RELAXED);
 }
 
+/* The events a forked child's forking thread (tid) will put in its first
+ * chunk (put_inherited), or 0. Relaxed: as in put_inherited. */
+static size_t inherited_for(uint32_t tid)
+{
+	size_t n = __atomic_load_n(&inherited.n, __ATOMIC_RELAXED);
+	return n && __atomic_load_n(&inherited.tid, __ATOMIC_RELAXED) == tid ? n : 0;
+}
+
 /*
  * The chunks of a ring about to start (HP_FULL_RINGS). Ring mode keeps the
  * largest: it keeps what was asked for. A forked child starts with no
- * live ring (its first thread may inherit up to a chunk of the largest).
+ * live ring, but its forking thread may start its ring after the child's
+ * other threads did theirs: its first chunk holds its inherited events
+ * (up to a chunk of the largest) whatever the count.
  */
-static uint32_t chunk_events_for_new_ring(void)
+static uint32_t chunk_events_for_new_ring(size_t inherit)
 {
 	uint32_t events = HP_CHUNK_EVENTS;
 	if (buffer_mode == HP_MODE_RING)
@@ -247,6 +257,8 @@ static uint32_t chunk_events_for_new_ring(void)
 	uint32_t live = __atomic_load_n(&live_rings, __ATOMIC_RELAXED);
 	for (uint32_t rings = HP_FULL_RINGS; live >= rings && events > HP_CHUNK_MIN_EVENTS; rings *= 2)
 		events /= 2;
+	while (events < inherit && events < HP_CHUNK_EVENTS)
+		events *= 2;
 	return events;
 }
 
@@ -254,7 +266,8 @@ static uint32_t chunk_events_for_new_ring(void)
 static struct hp_thread *thread_create(uint64_t first_func)
 {
 	size_t chunks = buffer_chunks;
-	uint32_t chunk_events = chunk_events_for_new_ring();
+	uint32_t tid = hp_gettid();
+	uint32_t chunk_events = chunk_events_for_new_ring(inherited_for(tid));
 	size_t events_bytes = chunks * chunk_events * sizeof(struct hp_raw);
 	size_t lens = (chunks * sizeof(uint32_t) + 7) & ~(size_t)7;
 	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) + lens +
@@ -279,7 +292,7 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	t->grown_ns = hp_clock_ns();
 	t->budgeted = 0; /* its first chunks are its own: the budget is for growth */
 	t->tls = &hp_tls;
-	t->tid = hp_gettid();
+	t->tid = tid;
 	t->stream = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
 	hp_thread_name_self(t->name, sizeof(t->name));
 	t->named = name_before_buffer;
