@@ -827,6 +827,12 @@ static void switch_fast(struct hp_thread *t, uint64_t addr, struct hp_raw *taken
 		t->lost_reentry += t->held_in - t->held_out;
 		park_until_death(taken);
 	}
+	/* The old end off before pos moves (a handler holds from here on, and
+	 * sets no end): a smaller chunk's wrap puts pos in chunk 0, which may
+	 * lie within the largest chunk's width below the old end, where a
+	 * handler's fast path would take it for the chunk that end closes. */
+	hp_tls.end = NULL;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* A handler may have switched chunks since way_to_switch looked: it
 	 * left this event's slot to it, maybe in the chunk it now fills. */
 	int full = hp_tls.pos >= chunk_end(t);

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <cpuid.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -1024,6 +1025,115 @@ START_TEST(test_fork_deep_inherits_into_a_smaller_ring)
 }
 END_TEST
 
+/*
+ * The fast chunk switch runs with signals on: an instrumented handler that
+ * runs during it finds `switching` and holds its events, for the fast
+ * path is kept off by the old end until the switch is done (switch_fast).
+ * With a smaller chunk a wrap to chunk 0 puts pos within the largest
+ * chunk's width below that old end (2 chunks of 2048 events: all of the
+ * ring): a handler's event then goes in on the fast path, before the
+ * switch's own event and the held ones, and against take_slot_slow's pos++.
+ * A signal flood on the recording thread looks for one such event.
+ */
+#define FH 0x300000u
+static uint64_t during_switch, not_held;
+
+static void record_and_look(int sig)
+{
+	(void)sig;
+	struct hp_thread *t = hp_tls.thread;
+	if (!t)
+		return;
+	uint32_t switching = __atomic_load_n(&t->switching, __ATOMIC_RELAXED);
+	uint32_t held_in = t->held_in;
+	uint64_t lost = t->lost_reentry;
+	__cyg_profile_func_enter((void *)(uintptr_t)FH, (void *)1);
+	__cyg_profile_func_exit((void *)(uintptr_t)FH, (void *)1);
+	if (switching) {
+		during_switch++;
+		if (t->held_in == held_in && t->lost_reentry == lost)
+			not_held++;
+	}
+}
+
+static uint32_t flood_stop;
+
+static void *flood(void *arg)
+{
+	pthread_t target = *(pthread_t *)arg;
+	while (!__atomic_load_n(&flood_stop, __ATOMIC_ACQUIRE)) {
+		pthread_kill(target, SIGUSR1);
+		for (volatile int k = 0; k < 200; k++)
+			;
+	}
+	return NULL;
+}
+
+static int child_switch_holds(void *arg)
+{
+	uint32_t rings = (uint32_t)(uintptr_t)arg;
+	hp_buffer_grow_interval_ns = UINT64_MAX / 2; /* 2 chunks: a wrap every other switch */
+	static struct many_thread m[HP_FULL_RINGS];
+	static pthread_t th[HP_FULL_RINGS];
+	for (uint32_t i = 0; i < rings; i++) {
+		sem_init(&m[i].started, 0, 0);
+		sem_init(&m[i].release, 0, 0);
+		TK_CHILD_EQ(pthread_create(&th[i], NULL, many_thread, &m[i]), 0);
+		sem_wait(&m[i].started);
+	}
+	if (!hp_tick_is_tsc && !hp_tsc_is_invariant()) {
+		uint32_t a, b, c, d;
+		if (__get_cpuid(1, &a, &b, &c, &d) && (d & (1u << 4)))
+			hp_tick_is_tsc = 1; /* a VM: play an invariant TSC (the runtime has started) */
+	}
+	if (!hp_tick_is_tsc || !hp_runtime_marked_ours()) {
+		shared->skipped = 1;
+		goto release;
+	}
+	record_range(0, 2); /* this thread's ring */
+	struct hp_thread *t = hp_tls.thread;
+	TK_CHILD_TRUE(t != NULL);
+	TK_CHILD_EQ(t->chunk_events, rings >= HP_FULL_RINGS ? CHUNK / 2 : CHUNK);
+	struct sigaction sa = { .sa_handler = record_and_look, .sa_flags = SA_RESTART }, old;
+	sigaction(SIGUSR1, &sa, &old);
+	pthread_t self = pthread_self(), fl;
+	TK_CHILD_EQ(pthread_create(&fl, NULL, flood, &self), 0);
+	uint64_t start = hp_clock_ns(), next = 2;
+	while (!__atomic_load_n(&not_held, __ATOMIC_RELAXED) && hp_clock_ns() - start < 3000000000ull) {
+		/* a free chunk at each switch, so that it is the fast one */
+		while (__atomic_load_n(&t->tail, __ATOMIC_ACQUIRE) != __atomic_load_n(&t->head, __ATOMIC_ACQUIRE))
+			sched_yield();
+		record_range(next, t->chunk_events);
+		next += t->chunk_events;
+	}
+	__atomic_store_n(&flood_stop, 1, __ATOMIC_RELEASE);
+	TK_CHILD_EQ(pthread_join(fl, NULL), 0);
+	sigaction(SIGUSR1, &old, NULL);
+	snprintf(shared->msg, sizeof(shared->msg), "%llu handlers during a switch, %llu not held",
+		 (unsigned long long)during_switch, (unsigned long long)not_held);
+	TK_CHILD_EQ(not_held, 0);
+release:
+	for (uint32_t k = 0; k < rings; k++)
+		sem_post(&m[k].release);
+	for (uint32_t k = 0; k < rings; k++)
+		TK_CHILD_EQ(pthread_join(th[k], NULL), 0);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_small_chunk_switch_holds_handlers)
+{
+	shared->skipped = 0;
+	run_ok(NULL, child_switch_holds, (void *)(uintptr_t)HP_FULL_RINGS);
+}
+END_TEST
+
+START_TEST(test_largest_chunk_switch_holds_handlers)
+{
+	shared->skipped = 0;
+	run_ok(NULL, child_switch_holds, (void *)(uintptr_t)1);
+}
+END_TEST
+
 START_TEST(test_many_threads_ring_mode_keeps_chunks)
 {
 	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "256K", NULL };
@@ -1783,6 +1893,8 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_many_threads_ring_mode_keeps_chunks);
 	tcase_add_test(core, test_fork_beside_many_threads_full_chunks);
 	tcase_add_test(core, test_fork_deep_inherits_into_a_smaller_ring);
+	tcase_add_test(core, test_small_chunk_switch_holds_handlers);
+	tcase_add_test(core, test_largest_chunk_switch_holds_handlers);
 	tcase_add_test(core, test_take_oldest_first);
 	tcase_add_test(core, test_take_wraps_around);
 	tcase_add_test(core, test_ring_take_copies_and_claims);
