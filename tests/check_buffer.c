@@ -1134,6 +1134,53 @@ START_TEST(test_largest_chunk_switch_holds_handlers)
 }
 END_TEST
 
+/*
+ * A ring with smaller chunks still grows to the whole buffer
+ * (HOOKPROF_BUFFER, the trace's "buffer": the largest a thread may grow
+ * to) when its thread is the one busy one: 32 idle threads started first
+ * give it chunks of half the largest.
+ */
+static void *idle_thread(void *arg)
+{
+	struct many_thread *m = arg;
+	record_range(0, 2);
+	sem_post(&m->started);
+	sem_wait(&m->release);
+	return NULL;
+}
+
+static int child_small_ring_grows(void *arg)
+{
+	(void)arg;
+	hp_buffer_grow_interval_ns = 0;
+	static struct many_thread m[HP_FULL_RINGS];
+	static pthread_t th[HP_FULL_RINGS];
+	for (uint32_t i = 0; i < HP_FULL_RINGS; i++) {
+		sem_init(&m[i].started, 0, 0);
+		sem_init(&m[i].release, 0, 0);
+		TK_CHILD_EQ(pthread_create(&th[i], NULL, idle_thread, &m[i]), 0);
+		sem_wait(&m[i].started);
+	}
+	uint64_t events = 4 * hp_buffer_bytes() / sizeof(struct hp_raw);
+	record_range(0, events);
+	struct hp_thread *t = hp_tls.thread;
+	TK_CHILD_TRUE(t != NULL);
+	TK_CHILD_EQ(t->chunk_events, CHUNK / 2);
+	TK_CHILD_EQ((size_t)t->nchunks * t->chunk_events * sizeof(struct hp_raw), hp_buffer_bytes());
+	for (uint32_t k = 0; k < HP_FULL_RINGS; k++)
+		sem_post(&m[k].release);
+	for (uint32_t k = 0; k < HP_FULL_RINGS; k++)
+		TK_CHILD_EQ(pthread_join(th[k], NULL), 0);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_small_chunk_ring_grows_to_the_buffer)
+{
+	const char *const env[] = { "HOOKPROF_BUFFER", "1M", NULL };
+	run_ok(env, child_small_ring_grows, NULL);
+}
+END_TEST
+
 START_TEST(test_many_threads_ring_mode_keeps_chunks)
 {
 	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "256K", NULL };
@@ -1895,6 +1942,7 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_fork_deep_inherits_into_a_smaller_ring);
 	tcase_add_test(core, test_small_chunk_switch_holds_handlers);
 	tcase_add_test(core, test_largest_chunk_switch_holds_handlers);
+	tcase_add_test(core, test_small_chunk_ring_grows_to_the_buffer);
 	tcase_add_test(core, test_take_oldest_first);
 	tcase_add_test(core, test_take_wraps_around);
 	tcase_add_test(core, test_ring_take_copies_and_claims);
