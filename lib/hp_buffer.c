@@ -265,9 +265,11 @@ static uint32_t chunk_events_for_new_ring(size_t inherit)
 /* The whole ring is mapped at once, and touched as it grows and fills. */
 static struct hp_thread *thread_create(uint64_t first_func)
 {
-	size_t chunks = buffer_chunks;
 	uint32_t tid = hp_gettid();
 	uint32_t chunk_events = chunk_events_for_new_ring(inherited_for(tid));
+	/* As many more chunks as they are smaller: the ring may still grow to
+	 * the whole buffer (hp_buffer_bytes). Mapped, touched as it grows. */
+	size_t chunks = buffer_chunks * (HP_CHUNK_EVENTS / chunk_events);
 	size_t events_bytes = chunks * chunk_events * sizeof(struct hp_raw);
 	size_t lens = (chunks * sizeof(uint32_t) + 7) & ~(size_t)7;
 	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) + lens +
