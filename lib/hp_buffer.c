@@ -131,7 +131,7 @@ static void arm_end(struct hp_thread *t)
 static void use_chunk(struct hp_thread *t, int arm)
 {
 	hp_tls.pos = chunk_base(t, t->head);
-	t->own[slot_of(t, t->head)].tick = 0;
+	t->chunk[slot_of(t, t->head)].own.tick = 0;
 	if (arm)
 		arm_end(t);
 }
@@ -271,9 +271,8 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	 * the whole buffer (hp_buffer_bytes). Mapped, touched as it grows. */
 	size_t chunks = buffer_chunks * (HP_CHUNK_EVENTS / chunk_events);
 	size_t events_bytes = chunks * chunk_events * sizeof(struct hp_raw);
-	size_t lens = (chunks * sizeof(uint32_t) + 7) & ~(size_t)7;
-	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) + lens +
-		       chunks * sizeof(struct hp_chunk_own);
+	size_t bytes = events_bytes + SIGNAL_STACK_BYTES + sizeof(struct hp_thread) +
+		       chunks * sizeof(struct hp_chunk_meta);
 	bytes = (bytes + 4095) & ~(size_t)4095;
 	/* Buffer first so it is page-aligned; signal stack, then bookkeeping. */
 	char *mem = hp_pages_alloc(bytes);
@@ -286,8 +285,7 @@ static struct hp_thread *thread_create(uint64_t first_func)
 	use_signal_stack(t, mem + events_bytes);
 	t->base = (struct hp_raw *)mem;
 	t->chunk_events = chunk_events;
-	t->chunk_len = (uint32_t *)(t + 1);
-	t->own = (struct hp_chunk_own *)((char *)t->chunk_len + lens);
+	t->chunk = (struct hp_chunk_meta *)(t + 1);
 	t->map_bytes = bytes;
 	t->nchunks = (uint32_t)first_chunks();
 	t->max_chunks = (uint32_t)chunks;
@@ -325,7 +323,7 @@ void hp_buffer_free_thread(struct hp_thread *t)
 static void publish(struct hp_thread *t)
 {
 	struct hp_raw *start = chunk_base(t, t->head);
-	t->chunk_len[slot_of(t, t->head)] = (uint32_t)(hp_tls.pos - start);
+	t->chunk[slot_of(t, t->head)].len = (uint32_t)(hp_tls.pos - start);
 	/* Release: the chunk's events and length are visible before the new head. */
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
 	/* Waking the writer costs two system calls: do it once a quarter of
@@ -338,7 +336,7 @@ static void publish(struct hp_thread *t)
 /* Ring mode, or nobody left to consume: the owner drops the oldest chunk. */
 static void drop_oldest(struct hp_thread *t, uint32_t tail)
 {
-	uint32_t n = t->chunk_len[slot_of(t, tail)];
+	uint32_t n = t->chunk[slot_of(t, tail)].len;
 	/* Acquire on success: a consumer's copy of this chunk finished before. */
 	if (__atomic_compare_exchange_n(&t->tail, &tail, tail + 1, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_RELAXED))
@@ -757,7 +755,7 @@ static void stop_holding(struct hp_thread *t)
 static void note_own_time(struct hp_thread *t)
 {
 	if (has_partial_chunk(t))
-		t->own[slot_of(t, t->head)] = (struct hp_chunk_own){
+		t->chunk[slot_of(t, t->head)].own = (struct hp_chunk_own){
 			.tick = hp_tick(), .at = (uint32_t)(hp_tls.pos - chunk_base(t, t->head)) };
 }
 
@@ -1286,11 +1284,11 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct 
 		uint32_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 		if (tail == head)
 			return 0;
-		size_t n = t->chunk_len[slot_of(t, tail)];
+		size_t n = t->chunk[slot_of(t, tail)].len;
 		const struct hp_raw *src = chunk_base(t, tail);
 		*seq = tail;
 		if (own)
-			*own = t->own[slot_of(t, tail)];
+			*own = t->chunk[slot_of(t, tail)].own;
 		if (buffer_mode == HP_MODE_STREAM) {
 			*ev = src;
 			return n;
@@ -1408,7 +1406,7 @@ void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick)
 	memcpy(stack, frames, depth * sizeof(stack[0]));
 	/* The writer is held off: tail stays, and we are the owner. */
 	for (uint32_t seq = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE); seq != t->head; seq++)
-		depth = replay(stack, depth, chunk_base(t, seq), t->chunk_len[slot_of(t, seq)]);
+		depth = replay(stack, depth, chunk_base(t, seq), t->chunk[slot_of(t, seq)].len);
 	if (has_partial_chunk(t)) {
 		const struct hp_raw *start = chunk_base(t, t->head);
 		depth = replay(stack, depth, start, (size_t)(hp_tls.pos - start));

@@ -88,6 +88,15 @@ struct hp_chunk_own {
 	uint32_t unused;
 };
 
+/* What the owner writes of each chunk before it publishes it. One array
+ * after struct hp_thread: a ring's first chunks touch one page of it,
+ * however many chunks the ring may grow to. */
+struct hp_chunk_meta {
+	uint32_t len;            /* events in the published chunk */
+	uint32_t unused;
+	struct hp_chunk_own own;
+};
+
 struct hp_thread {
 	struct hp_thread *next;  /* hp_threads list, under hp_threads_lock */
 	struct hp_tls *tls;      /* owner's TLS, valid while !exited, under the lock */
@@ -95,8 +104,7 @@ struct hp_thread {
 	uint32_t tid;
 	struct hp_raw *base;     /* max_chunks * chunk_events slots */
 	uint32_t chunk_events;   /* a chunk's: a power of two, at most HP_CHUNK_EVENTS */
-	uint32_t *chunk_len;     /* events in each published chunk */
-	struct hp_chunk_own *own; /* each chunk's, written before it is published */
+	struct hp_chunk_meta *chunk; /* max_chunks of them, by slot */
 	size_t map_bytes;
 	size_t budgeted;         /* bytes counted in the stream budget, given back when freed */
 	uint32_t nchunks;        /* a power of two; doubles as the ring fills (hp_buffer.c, grow_ring) */

@@ -99,12 +99,10 @@ static struct hp_thread *hand_new(uint32_t nchunks)
 	t->chunk_events = HP_CHUNK_EVENTS;
 	t->map_bytes = (size_t)nchunks * HP_CHUNK_BYTES;
 	t->base = hp_pages_alloc(t->map_bytes);
-	t->chunk_len = calloc(nchunks, sizeof(uint32_t));
-	t->own = calloc(nchunks, sizeof(*t->own));
-	if (!t->base || !t->chunk_len || !t->own) {
+	t->chunk = calloc(nchunks, sizeof(*t->chunk));
+	if (!t->base || !t->chunk) {
 		hp_pages_free(t->base, t->map_bytes);
-		free(t->chunk_len);
-		free(t->own);
+		free(t->chunk);
 		free(t);
 		return NULL;
 	}
@@ -116,8 +114,7 @@ static void hand_free(struct hp_thread *t)
 	if (!t)
 		return;
 	hp_pages_free(t->base, t->map_bytes);
-	free(t->chunk_len);
-	free(t->own);
+	free(t->chunk);
 	free(t);
 }
 
@@ -133,7 +130,7 @@ static void hand_publish(struct hp_thread *t, uint64_t first, uint32_t n)
 	struct hp_raw *s = slot(t, t->head);
 	for (uint32_t j = 0; j < n; j++)
 		s[j] = (struct hp_raw){ addr_at(first + j), tick_at(first + j) };
-	t->chunk_len[t->head % t->nchunks] = n;
+	t->chunk[t->head % t->nchunks].len = n;
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
 }
 
@@ -1005,7 +1002,7 @@ static int child_fork_deep_then_many(void *arg)
 		}
 		record(2 * DEEP_FRAMES); /* this thread's first event in the child */
 		struct hp_thread *t = hp_tls.thread;
-		int bad = !t || t->chunk_len[0] > t->chunk_events ||
+		int bad = !t || t->chunk[0].len > t->chunk_events ||
 			  hp_tls.pos < t->base || hp_tls.pos > t->base + (size_t)t->max_chunks * t->chunk_events;
 		for (uint32_t i = 0; i < HP_FULL_RINGS; i++)
 			sem_post(&m[i].release);
@@ -1213,7 +1210,7 @@ static int child_ring_drops(void *arg)
 	TK_CHILD_EQ(t->tail, 4);                /* 0..3 dropped, oldest first */
 	TK_CHILD_EQ(t->lost_ring, 4 * CHUNK);   /* and every event of them counted */
 	TK_CHILD_EQ(t->lost_reentry, 0);
-	TK_CHILD_EQ(t->chunk_len[4 % 2], CHUNK);
+	TK_CHILD_EQ(t->chunk[4 % 2].len, CHUNK);
 	/* the newest published chunk is whole, then the one being filled */
 	TK_CHILD_EQ(first_wrong(slot(t, 4), CHUNK, 4 * CHUNK, 0), NONE);
 	TK_CHILD_EQ(hp_tls.pos - slot(t, 5), 100);
@@ -1472,8 +1469,8 @@ static int child_fast_switch(void *arg)
 	TK_CHILD_EQ(t->held_in, t->held_out);
 	TK_CHILD_EQ(hp_tls.busy, 0);
 	/* the slot after the switch's event, and a tick no older than it */
-	TK_CHILD_EQ(t->own[3 % t->nchunks].at, 1);
-	TK_CHILD_TRUE(t->own[3 % t->nchunks].tick >= slot(t, 3)[0].tick);
+	TK_CHILD_EQ(t->chunk[3 % t->nchunks].own.at, 1);
+	TK_CHILD_TRUE(t->chunk[3 % t->nchunks].own.tick >= slot(t, 3)[0].tick);
 	TK_CHILD_TRUE(hp_tls.end == (hp_tick_is_tsc ? slot(t, 3) + CHUNK : NULL));
 	return TK_CHILD_OK;
 }
@@ -1549,7 +1546,7 @@ static int child_busy(void *arg)
 	/* and recording goes on where it was */
 	record_range(CHUNK, 4);
 	TK_CHILD_EQ(t->head, 1);
-	TK_CHILD_EQ(t->chunk_len[0], CHUNK);
+	TK_CHILD_EQ(t->chunk[0].len, CHUNK);
 	TK_CHILD_TRUE(hp_tls.pos == t->base + CHUNK + 4);
 	return TK_CHILD_OK;
 }
@@ -1579,7 +1576,7 @@ static int child_late(void *arg)
 	TK_CHILD_EQ(t->exited, 1);
 	TK_CHILD_TRUE(t->tls == NULL);
 	TK_CHILD_EQ(t->head, 1);
-	TK_CHILD_EQ(t->chunk_len[0], 10);
+	TK_CHILD_EQ(t->chunk[0].len, 10);
 	TK_CHILD_TRUE(hp_tls.thread == NULL);
 	TK_CHILD_EQ(hp_tls.retired, 1);
 	TK_CHILD_EQ(hp_tls.busy, 0);
@@ -1772,7 +1769,7 @@ START_TEST(test_ring_take_clamps_length)
 	 * copies at most one chunk into the consumer's scratch */
 	ck_assert_int_eq(set_mode(HP_MODE_RING, 4), 0);
 	hand_publish(T, 0, CHUNK);
-	T->chunk_len[0] = 5000;
+	T->chunk[0].len = 5000;
 	const struct hp_raw *ev;
 	uint32_t seq;
 	ck_assert_uint_eq(hp_buffer_take(T, scratch, &ev, &seq, NULL), CHUNK);
@@ -1818,7 +1815,7 @@ static int child_publish_self(void *arg)
 	TK_CHILD_TRUE(t != NULL);
 	hp_buffer_publish_self();
 	TK_CHILD_EQ(t->head, 1);
-	TK_CHILD_EQ(t->chunk_len[0], 2);
+	TK_CHILD_EQ(t->chunk[0].len, 2);
 	TK_CHILD_TRUE(hp_tls.pos == slot(t, 1));
 	/* nothing new: no empty chunk is published */
 	hp_buffer_publish_self();

@@ -144,9 +144,8 @@ static struct hp_thread *hand_thread(uint32_t stream, uint32_t tid, const char *
 	t->chunk_events = HP_CHUNK_EVENTS;
 	t->map_bytes = (size_t)t->nchunks * HP_CHUNK_BYTES;
 	t->base = hp_pages_alloc(t->map_bytes);
-	t->chunk_len = calloc(t->nchunks, sizeof(uint32_t));
-	t->own = calloc(t->nchunks, sizeof(*t->own));
-	if (!t->base || !t->chunk_len || !t->own)
+	t->chunk = calloc(t->nchunks, sizeof(*t->chunk));
+	if (!t->base || !t->chunk)
 		return NULL;
 	t->stream = stream;
 	t->tid = tid;
@@ -167,7 +166,7 @@ static struct hp_raw *slot(const struct hp_thread *t, uint32_t seq)
 static void publish_raw(struct hp_thread *t, const struct hp_raw *ev, size_t n)
 {
 	memcpy(slot(t, t->head), ev, n * sizeof(*ev));
-	t->chunk_len[t->head % t->nchunks] = (uint32_t)n;
+	t->chunk[t->head % t->nchunks].len = (uint32_t)n;
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
 }
 
@@ -177,7 +176,7 @@ static void publish(struct hp_thread *t, uint64_t first, size_t n)
 	struct hp_raw *s = slot(t, t->head);
 	for (size_t j = 0; j < n; j++)
 		s[j] = (struct hp_raw){ pat_addr(first + j), pat_tick(t->stream, first + j) };
-	t->chunk_len[t->head % t->nchunks] = (uint32_t)n;
+	t->chunk[t->head % t->nchunks].len = (uint32_t)n;
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
 }
 
@@ -442,7 +441,7 @@ static int child_own_time(void *arg)
 	struct hp_thread *t = hand_thread(0, FAKE_TID, "alpha");
 	TK_CHILD_TRUE(t != NULL);
 	publish(t, 0, 10);
-	t->own[t->head % t->nchunks] = (struct hp_chunk_own){ .tick = 5000000, .at = 3 };
+	t->chunk[t->head % t->nchunks].own = (struct hp_chunk_own){ .tick = 5000000, .at = 3 };
 	publish(t, 10, 10);
 	hp_writer_drain(t);
 	TK_CHILD_EQ(hp_writer_finish(0), 0);
