@@ -320,6 +320,10 @@ static int pack_module(const char *dir, const struct hp_module *tm, struct hp_pa
 		m->status = HP_PACK_MISSING; /* [vdso], or no path: nothing to read */
 		return 0;
 	}
+	if (!m->build_id[0] && hp_path_has_dot_component(m->path)) {
+		m->status = HP_PACK_OUTSIDE; /* not over a file outside the pack */
+		return 0;
+	}
 	m->source = choose_source(dir, m, tm->build_id, m->build_id[0] ? tm->build_id_len : 0, debug_path);
 	if (!m->source)
 		return 0;
@@ -467,6 +471,7 @@ const char *hp_pack_describe(const struct hp_pack_module *m)
 	case HP_PACK_UNUSED: return "not stored: the trace names nothing in it";
 	case HP_PACK_REBUILT: return "not stored: rebuilt since the trace (another build-id at its path)";
 	case HP_PACK_MISSING: return "not stored: no file";
+	case HP_PACK_OUTSIDE: return "not stored: its path has a '.' or '..', by which a copy would leave the pack";
 	}
 	return "?";
 }

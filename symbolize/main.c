@@ -296,8 +296,13 @@ static int destination(const struct record_opts *o, struct destination *d)
 		return 0;
 	}
 	const char *dir = o->dir ? o->dir : ".";
+	struct stat st;
 	if (o->dir && mkdir(dir, 0755) && errno != EEXIST)
 		return -1;
+	if (o->dir && stat(dir, &st))
+		return -1; /* a dangling link */
+	if (o->dir && !S_ISDIR(st.st_mode))
+		return errno = ENOTDIR, -1; /* a file: the trace would go to FILE.1 */
 	if (!realpath(dir, d->output))
 		return -1;
 	snprintf(d->dir, sizeof(d->dir), "%s", dir);
@@ -336,7 +341,7 @@ static void print_pack(FILE *out, const char *trace, const struct hp_pack *p, in
 		stored += m->status == HP_PACK_STORED;
 		unused += m->status == HP_PACK_UNUSED;
 		if ((verbose && m->status != HP_PACK_UNUSED) || m->status == HP_PACK_REBUILT ||
-		    m->status == HP_PACK_MISSING ||
+		    m->status == HP_PACK_MISSING || m->status == HP_PACK_OUTSIDE ||
 		    m->kind == HP_PACK_NO_PDB)
 			fprintf(out, "hookprof: %s: %s%s%s\n", *m->path ? m->path : "(no path)",
 				hp_pack_describe(m), m->source && verbose ? " " : "",
@@ -482,8 +487,12 @@ static int run_recorded(const struct record_opts *o, const char *lib, char **arg
 	char aside[PATH_MAX * 2];
 	if (check_record_output(o->output))
 		return 1;
-	if (destination(o, &d))
-		return hp_cli_print_error(o->dir ? "cannot make the directory for the traces" : "cannot resolve the working directory"), 1;
+	if (destination(o, &d)) {
+		char what[PATH_MAX + 128];
+		snprintf(what, sizeof(what), "%s%s: %s", o->dir ? "-d " : "",
+			 o->dir ? o->dir : "the working directory", strerror(errno));
+		return hp_cli_print_error(what);
+	}
 	set_aside(o, &d, aside, sizeof(aside));
 	int status = run_program(o, lib, argv, &d);
 	settle_aside(o->output, aside);

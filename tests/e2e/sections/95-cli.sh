@@ -191,10 +191,9 @@ check "an unknown HOOKPROF_BUFER: one warning naming it and HOOKPROF_BUFFER" "$(
 	"^hookprof: unknown variable HOOKPROF_BUFER in the environment \\(did you mean HOOKPROF_BUFFER\\?\\); ignored$"
 
 # ---- -o: what a command may empty or remove --------------------------------
-# A view's -o is emptied as it opens and removed if the run fails (no half
-# file left that looks whole): never when it is a trace being read, and
-# never when it is not a regular file (a FIFO here; /dev/null run as root).
-# record -o removes an old trace of that name first: a regular file only.
+# A view's -o never names a trace being read; one that is not a regular
+# file (a FIFO here; /dev/null run as root) is written as named and never
+# removed. (Regular files, links, record -o and pack -o: below.)
 OUT=$CLI/outputs
 mkdir -p "$OUT"
 cp "$GOOD" "$OUT/self.hookprof"
@@ -272,6 +271,12 @@ for o in adir link.hookprof; do
 		all_of [ $rc = 1 -a -z "$(ls -A "$OUT/adir")" -a ! -e "$OUT/link.hookprof.1" ] -- \
 		cli_one_line "$OUT/rec-$o.err" "^hookprof: -o .*$o: a (directory|symbolic link)"
 done
+
+echo "a file" >"$OUT/dfile"
+"$HP" record -d "$OUT/dfile" -- "$B/cli_nested" >/dev/null 2>"$OUT/dfile.err"
+rc=$?
+check "record -d FILE: refused in one line, exit 1, no FILE.1" "status $rc, $(brief "$OUT/dfile.err")" \
+	all_of [ $rc = 1 -a ! -e "$OUT/dfile.1" ] -- cli_one_line "$OUT/dfile.err" "^hookprof: -d .*dfile: Not a directory$"
 
 mkdir -p "$OUT/mine"
 echo "my notes" >"$OUT/mine/MODULES"
