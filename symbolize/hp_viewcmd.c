@@ -189,8 +189,9 @@ static int split_operands(struct cmdline *c, const struct hp_view_ops *ops, char
  * temporary name beside it and renamed over it once whole: a run that fails
  * leaves what was there, and a link is followed, not replaced by a file. A
  * FIFO or a device is written as named and never removed. Where no
- * temporary file can be made (a directory we cannot write), the file itself
- * is written, and removed if the run fails, as long as it is no link.
+ * temporary file can be made (a directory we cannot write), or the file is
+ * another user's, the file itself is written, and removed if the run
+ * fails, as long as it is no link.
  */
 static FILE *open_direct(struct cmdline *c, char *err, size_t errlen)
 {
@@ -219,8 +220,11 @@ static FILE *open_output(struct cmdline *c, const struct hp_view_ops *ops, char 
 		snprintf(err, errlen, "%s: %s", c->output, strerror(EISDIR));
 		return NULL;
 	}
-	if ((exists && !S_ISREG(st.st_mode)) || (!exists && !lstat(c->output, &lst)))
-		return open_direct(c, err, errlen); /* a FIFO, a device; a dangling link */
+	/* A FIFO, a device; a dangling link; another's file, which we could not
+	 * give back its owner, nor replace in a sticky directory (/tmp). */
+	if ((exists && !S_ISREG(st.st_mode)) || (!exists && !lstat(c->output, &lst)) ||
+	    (exists && st.st_uid != geteuid() && geteuid() != 0))
+		return open_direct(c, err, errlen);
 	c->target = exists ? realpath(c->output, NULL) : strdup(c->output);
 	const char *slash = c->target ? strrchr(c->target, '/') : NULL;
 	if (c->target &&
