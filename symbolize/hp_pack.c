@@ -162,6 +162,15 @@ static char *separate_debug_file(const char *path, const char *debug_path)
 
 /* ---- copying ------------------------------------------------------------ */
 
+/* 1 if path is a directory (links followed); 0 with errno set. */
+static int is_directory(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st))
+		return 0;
+	return S_ISDIR(st.st_mode) ? 1 : (errno = ENOTDIR, 0);
+}
+
 static int make_dirs(const char *path, int upto_last_slash)
 {
 	char buf[PATH_MAX];
@@ -577,7 +586,7 @@ int hp_pack_trace(const char *path, const char *dir, int flags, struct hp_pack *
 	int rc = -1;
 	if (!used || !out->mod || !out->dir || !index) {
 		snprintf(err, errlen, "out of memory");
-	} else if (make_dirs(out->dir, 0)) {
+	} else if (make_dirs(out->dir, 0) || !is_directory(out->dir)) {
 		snprintf(err, errlen, "cannot make %s: %s", out->dir, strerror(errno));
 	} else if (!index_is_ours(index)) {
 		snprintf(err, errlen, "%s is not a hookprof pack's index: pack -o needs a directory of its own", index);

@@ -414,7 +414,10 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 	else
 		snprintf(root, sizeof(root), "-%d.hookprof", (int)pid);
 	if (hp_cli_list_traces(d->dir, &after) == 0) {
-		if (!d->shown && access(d->output, F_OK) == 0) {
+		/* A FIFO or a device is there whatever the run did: the runtime
+		 * says when it wrote nothing (no reader), and record says nothing. */
+		struct stat st;
+		if (!d->shown && stat(d->output, &st) == 0 && S_ISREG(st.st_mode)) {
 			fprintf(stderr, "hookprof: trace written to %s\n", d->output);
 			if (keep)
 				pack_one(d->output, NULL, 0, 0);

@@ -221,6 +221,11 @@ wait $reader
 check "record -o FIFO: exit 0, the FIFO is still there and the trace went through it" \
 	"status $rc, $(brief "$OUT/record.err"), $(ls -l "$OUT/fifo" 2>&1)" \
 	all_of [ $rc = 0 -a -p "$OUT/fifo" ] -- trace_reads "$OUT/fifo.trace"
+timeout 20 "$HP" record -o "$OUT/fifo" -- "$B/cli_nested" >/dev/null 2>"$OUT/record-noreader.err"
+rc=$?
+check "record -o FIFO with no reader: exit 0 at once, the runtime's one line, no 'trace written'" \
+	"status $rc, $(brief "$OUT/record-noreader.err")" \
+	all_of [ $rc = 0 ] -- cli_one_line "$OUT/record-noreader.err" "nothing reads the FIFO"
 
 # ---- -o: what a failed run leaves; inputs that are not traces ---------------
 # A view's -o that is a regular file (or a link to one) is written under a
@@ -286,6 +291,12 @@ check "pack -o DIR whose MODULES is the user's: refused in one line, exit 1, MOD
 	"status $rc, $(brief "$OUT/pack.err"), $(ls -A "$OUT/mine" | tr '\n' ' ')" \
 	all_of [ $rc = 1 -a "$(cat "$OUT/mine/MODULES")" = "my notes" -a ! -e "$OUT/mine/.build-id" ] -- \
 	cli_one_line "$OUT/pack.err" "MODULES is not a hookprof pack's index"
+
+echo "a file" >"$OUT/pfile"
+"$HP" pack -o "$OUT/pfile" "$GOOD" >/dev/null 2>"$OUT/pfile.err"
+rc=$?
+check "pack -o FILE: refused in one line, exit 1, FILE kept" "status $rc, $(brief "$OUT/pfile.err")" \
+	all_of [ $rc = 1 -a "$(cat "$OUT/pfile")" = "a file" ] -- cli_one_line "$OUT/pfile.err" "^hookprof: cannot make .*pfile: Not a directory$"
 
 mkdir -p "$OUT/fifodir"
 mkfifo "$OUT/fifodir/waiting.hookprof"
