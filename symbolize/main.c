@@ -72,8 +72,8 @@ static void print_usage(FILE *out)
 static const char record_help[] =
 	"usage: hookprof record [options] [--] PROGRAM [ARGS...]\n"
 	"  runs PROGRAM with libhookprof preloaded; the trace is written when it exits\n"
-	"  -o, --output=FILE     trace file (default ./PROGRAM-PID.hookprof); replaced if it exists;\n"
-	"                        a forked child's trace is FILE.1, FILE.2, ...\n"
+	"  -o, --output=FILE     trace file (default ./PROGRAM-PID.hookprof); replaced if it exists\n"
+	"                        (kept if the run writes none); a forked child's is FILE.1, FILE.2, ...\n"
 	"  -d, --dir=DIR         every process of the tree into DIR (made if missing), each as\n"
 	"                        PROGRAM-PID.hookprof; without -o or -d they go to ./\n"
 	"  --mode=stream|ring    stream (default): every event; ring: the last --buffer per thread\n"
