@@ -7,6 +7,7 @@
 #include "hp_format.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -67,7 +68,9 @@ int hp_cli_list_traces(const char *dir, struct hp_cli_names *l)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		char **v;
-		if (!is_trace_name(e->d_name) || !(v = realloc(l->v, (l->n + 1) * sizeof(*v))))
+		struct stat st; /* not a FIFO, whose open would wait, nor a directory */
+		if (!is_trace_name(e->d_name) || fstatat(dirfd(d), e->d_name, &st, 0) ||
+		    !S_ISREG(st.st_mode) || !(v = realloc(l->v, (l->n + 1) * sizeof(*v))))
 			continue;
 		l->v = v;
 		if ((l->v[l->n] = strdup(e->d_name)))
@@ -112,6 +115,17 @@ int hp_cli_newest_trace(char *out, size_t len)
 	return found;
 }
 
+
+int hp_cli_parse_limit(const char *s, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = *s >= '0' && *s <= '9' ? strtoul(s, &end, 10) : 0;
+	if (*s < '0' || *s > '9' || *end || errno)
+		return -1;
+	*out = n;
+	return 0;
+}
 
 int hp_cli_parse_sort(const char *s, enum hp_sort *key)
 {

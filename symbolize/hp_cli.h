@@ -34,6 +34,9 @@ int hp_cli_expand_dirs(char **args, int n, struct hp_cli_names *out, char *err, 
 /* args, or without any the newest trace here, with directories expanded.
  * 0, or -1 with a reason in err. */
 int hp_cli_traces(char **args, int n, struct hp_cli_names *out, char *err, size_t errlen);
+/* --limit=N: digits only (no sign: strtoul would take -1 as the largest);
+ * 0, or -1 if it is not such a number. */
+int hp_cli_parse_limit(const char *s, unsigned long *out);
 int hp_cli_parse_sort(const char *s, enum hp_sort *key);
 /* The crash of a's trace: the signal, the thread, its backtrace and the
  * frames that never returned; every line starts with pre. */

@@ -375,7 +375,7 @@ static int parse(int argc, char **argv, struct diffopts *o)
 		{ 0, 0, 0, 0 },
 	};
 	struct option opts[16];
-	char err[ERRLEN], *end;
+	char err[ERRLEN];
 	int c, index;
 	hp_viewcmd_options(own, opts, sizeof(opts) / sizeof(opts[0]));
 	optind = 1;
@@ -387,8 +387,7 @@ static int parse(int argc, char **argv, struct diffopts *o)
 			o->csv = !strcmp(optarg, "csv");
 			break;
 		case 'l':
-			o->limit = strtoul(optarg, &end, 10);
-			if (*end || !*optarg)
+			if (hp_cli_parse_limit(optarg, &o->limit))
 				return hp_cli_usage_error("--limit must be a number, not '%s'", optarg);
 			break;
 		case 'p': o->d.analyze_flags = HP_ANALYZE_ALLOW_PARTIAL; break;

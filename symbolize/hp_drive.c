@@ -13,6 +13,7 @@
 #include "hp_path.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,7 +142,7 @@ int hp_parse_duration(const char *s, double *ns)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (end == s || errno || v < 0)
+	if (end == s || errno || !(v >= 0) || isinf(v)) /* nan and inf are no durations */
 		return -1;
 	if (!*end) {
 		*ns = v;
@@ -182,7 +183,7 @@ static int set_time(struct hp_filter *f, const char *arg, char *err, size_t errl
 		if (end == p)
 			to = -1;
 	}
-	if (*end || from < 0 || to <= from) {
+	if (*end || !(from >= 0) || !(to > from)) { /* nan compares false */
 		snprintf(err, errlen, "--time=%s: want FROM,TO in seconds from the start, FROM < TO", arg);
 		return -1;
 	}

@@ -11,6 +11,8 @@
 #include "hp_merge.h"
 
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,10 +298,11 @@ static int run(struct merge *g, hp_merge_fn fn, void *arg)
 
 static int map_file(struct merge *g, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* By name again: a FIFO put there since the first pass must not block. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st)) {
-		snprintf(g->err, g->errlen, "%s", strerror(errno));
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(g->err, g->errlen, "%s", fd < 0 ? strerror(errno) : "not a regular file");
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -315,6 +318,41 @@ static int map_file(struct merge *g, const char *path)
 	return 0;
 }
 
+/*
+ * A file cut short while it is mapped (copied over, emptied: `: >TRACE`)
+ * raises SIGBUS at the first page past its new end: that run ends with an
+ * error, not the tool. Only the decoding reads the map; the handler jumps
+ * back to hp_merge, whose caller gives up on the trace.
+ */
+static sigjmp_buf *cut_jump;
+
+static void on_cut(int sig)
+{
+	(void)sig;
+	if (cut_jump)
+		siglongjmp(*cut_jump, 1);
+	signal(SIGBUS, SIG_DFL);
+	raise(SIGBUS);
+}
+
+static int run_guarded(struct merge *g, hp_merge_fn fn, void *arg, const char *path)
+{
+	struct sigaction sa = { .sa_handler = on_cut }, old;
+	sigjmp_buf jump;
+	volatile int rc = -1;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(jump, 1) == 0) {
+		cut_jump = &jump;
+		rc = run(g, fn, arg);
+	} else {
+		snprintf(g->err, g->errlen, "%s: cut short while it was read", path);
+	}
+	cut_jump = NULL;
+	sigaction(SIGBUS, &old, NULL);
+	return rc;
+}
+
 int hp_merge(const char *path, struct hp_analysis *a, struct hp_record_index *ix, int flags,
 	     hp_merge_fn fn, void *arg, char *err, size_t errlen)
 {
@@ -326,7 +364,7 @@ int hp_merge(const char *path, struct hp_analysis *a, struct hp_record_index *ix
 		rc = -1;
 	}
 	if (!rc)
-		rc = run(&g, fn, arg);
+		rc = run_guarded(&g, fn, arg, path);
 	if (g.s)
 		for (uint32_t i = 0; i < g.ns; i++) {
 			hp_dec_stream_free(&g.s[i].dec);

@@ -162,6 +162,15 @@ static char *separate_debug_file(const char *path, const char *debug_path)
 
 /* ---- copying ------------------------------------------------------------ */
 
+/* 1 if path is a directory (links followed); 0 with errno set. */
+static int is_directory(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st))
+		return 0;
+	return S_ISDIR(st.st_mode) ? 1 : (errno = ENOTDIR, 0);
+}
+
 static int make_dirs(const char *path, int upto_last_slash)
 {
 	char buf[PATH_MAX];
@@ -320,6 +329,10 @@ static int pack_module(const char *dir, const struct hp_module *tm, struct hp_pa
 		m->status = HP_PACK_MISSING; /* [vdso], or no path: nothing to read */
 		return 0;
 	}
+	if (!m->build_id[0] && hp_path_has_dot_component(m->path)) {
+		m->status = HP_PACK_OUTSIDE; /* not over a file outside the pack */
+		return 0;
+	}
 	m->source = choose_source(dir, m, tm->build_id, m->build_id[0] ? tm->build_id_len : 0, debug_path);
 	if (!m->source)
 		return 0;
@@ -467,17 +480,40 @@ const char *hp_pack_describe(const struct hp_pack_module *m)
 	case HP_PACK_UNUSED: return "not stored: the trace names nothing in it";
 	case HP_PACK_REBUILT: return "not stored: rebuilt since the trace (another build-id at its path)";
 	case HP_PACK_MISSING: return "not stored: no file";
+	case HP_PACK_OUTSIDE: return "not stored: its path has a '.' or '..', by which a copy would leave the pack";
 	}
 	return "?";
 }
 
-/* DIR/MODULES: what is where, for a person looking at the pack. */
+#define INDEX_HEADER "# hookprof pack: module, build-id, stored as, what\n"
+
+/* DIR/MODULES, unless a file of that name is there that is not a pack's
+ * index (-o naming a directory of the user's): not overwritten. */
+static int index_is_ours(const char *name)
+{
+	char line[sizeof(INDEX_HEADER)] = "";
+	int fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT;
+	struct stat st;
+	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, line, sizeof(line) - 1) : -1;
+	close(fd);
+	return n >= 0 && !strcmp(line, n ? INDEX_HEADER : "");
+}
+
+/* DIR/MODULES: what is where, for a person looking at the pack. Written
+ * through a temporary name, as the modules are (a link there is replaced,
+ * not followed). */
 static int write_index(const struct hp_pack *p, char *err, size_t errlen)
 {
 	char *name = format_string("%s/MODULES", p->dir);
-	FILE *f = name ? fopen(name, "w") : NULL;
+	char *tmp = name ? format_string("%s.tmpXXXXXX", name) : NULL;
+	int fd = tmp ? mkostemp(tmp, O_CLOEXEC) : -1;
+	FILE *f = fd >= 0 && fchmod(fd, 0644) == 0 ? fdopen(fd, "w") : NULL;
+	if (!f && fd >= 0)
+		close(fd);
 	if (f) {
-		fprintf(f, "# hookprof pack: module, build-id, stored as, what\n");
+		fputs(INDEX_HEADER, f);
 		for (size_t i = 0; i < p->n; i++) {
 			const struct hp_pack_module *m = &p->mod[i];
 			fprintf(f, "%s\t%s\t%s\t%s\n", m->path, m->build_id[0] ? m->build_id : "-",
@@ -487,8 +523,13 @@ static int write_index(const struct hp_pack *p, char *err, size_t errlen)
 	int rc = f && !ferror(f) ? 0 : -1;
 	if (f && fclose(f))
 		rc = -1;
+	if (!rc && rename(tmp, name))
+		rc = -1;
 	if (rc)
 		snprintf(err, errlen, "cannot write %s: %s", name ? name : "MODULES", strerror(errno));
+	if (rc && fd >= 0)
+		unlink(tmp);
+	free(tmp);
 	free(name);
 	return rc;
 }
@@ -541,11 +582,14 @@ int hp_pack_trace(const char *path, const char *dir, int flags, struct hp_pack *
 	uint8_t *used = calloc(n ? n : 1, 1);
 	out->mod = calloc(n ? n : 1, sizeof(*out->mod));
 	out->dir = dir ? strdup(dir) : hp_symbols_pack_dir(path);
+	char *index = out->dir ? format_string("%s/MODULES", out->dir) : NULL;
 	int rc = -1;
-	if (!used || !out->mod || !out->dir) {
+	if (!used || !out->mod || !out->dir || !index) {
 		snprintf(err, errlen, "out of memory");
-	} else if (make_dirs(out->dir, 0)) {
+	} else if (make_dirs(out->dir, 0) || !is_directory(out->dir)) {
 		snprintf(err, errlen, "cannot make %s: %s", out->dir, strerror(errno));
+	} else if (!index_is_ours(index)) {
+		snprintf(err, errlen, "%s is not a hookprof pack's index: pack -o needs a directory of its own", index);
 	} else {
 		if (flags & HP_PACK_ALL_MODULES)
 			memset(used, 1, n);
@@ -555,6 +599,7 @@ int hp_pack_trace(const char *path, const char *dir, int flags, struct hp_pack *
 	}
 	if (rc)
 		hp_pack_free(out);
+	free(index);
 	free(used);
 	hp_analysis_free(&a);
 	return rc;

@@ -27,6 +27,8 @@ enum hp_pack_status {
 			   * with the traced one was found: nothing stored */
 	HP_PACK_MISSING,  /* no regular file at its path ([vdso], deleted), and
 			   * none with its build-id found: nothing stored */
+	HP_PACK_OUTSIDE,  /* no build-id, and a "." or ".." in its path: stored
+			   * by it, the copy would land outside the pack */
 };
 
 enum hp_pack_kind {

@@ -57,3 +57,14 @@ int hp_path_is_regular(const char *path)
 	struct stat st;
 	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
+
+int hp_path_has_dot_component(const char *path)
+{
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 1;
+		p += n + (p[n] != 0);
+	}
+	return 0;
+}

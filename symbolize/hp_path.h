@@ -33,5 +33,8 @@ int hp_path_same_file(const char *a, const char *b);
  * kind a command given path to write may remove, never a device or a FIFO
  * (`-o /dev/null` run as root). */
 int hp_path_is_regular(const char *path);
+/* 1 if a component of path is "." or "..": a name made of it could lead
+ * out of the directory it is put under (a pack's by-path/). */
+int hp_path_has_dot_component(const char *path);
 
 #endif

@@ -328,8 +328,8 @@ static void report_file(struct hp_symbols *s, struct sym_module *m, const char *
  */
 static char *packed_by_path(const struct hp_symbols *s, const char *path)
 {
-	if (!s->pack_dir || path[0] != '/')
-		return NULL;
+	if (!s->pack_dir || path[0] != '/' || hp_path_has_dot_component(path))
+		return NULL; /* as pack stores none: it would be outside the pack */
 	return if_regular_file(format_string("%s/" HP_SYMBOLS_PACK_BY_PATH "%s", s->pack_dir, path));
 }
 

@@ -4,9 +4,11 @@
 #include "hp_trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "hp_format.h"
 
@@ -51,14 +53,23 @@ struct hp_reader *hp_reader_open(const char *path, char *err, size_t errlen)
 {
 	uint8_t h[HP_FILE_HEADER_SIZE];
 	struct stat st;
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	/* O_NONBLOCK: a FIFO's open must not wait for a writer; it is refused
+	 * below, as anything not a regular file is. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
 		fail(err, errlen, path, strerror(errno));
 		return NULL;
 	}
-	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		fail(err, errlen, path, "not a regular file");
-		goto bad;
+		close(fd);
+		return NULL;
+	}
+	FILE *f = fcntl(fd, F_SETFL, O_RDONLY) ? NULL : fdopen(fd, "rb");
+	if (!f) {
+		fail(err, errlen, path, strerror(errno));
+		close(fd);
+		return NULL;
 	}
 	if (st.st_size == 0) {
 		fail(err, errlen, path, "empty file");

@@ -7,6 +7,7 @@
 #include "hp_viewcmd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,8 @@ struct cmdline {
 	const char *format;
 	const char *output;
 	int output_regular; /* opened as a regular file: removed if the run fails */
+	char *tmp;          /* written there, renamed to target once whole */
+	char *target;
 	int partial;
 	struct hp_view_opts vo;
 	struct hp_drive_opts dopts;
@@ -132,7 +135,7 @@ static int parse(int argc, char **argv, const char *command, const struct hp_vie
 		{ 0, 0, 0, 0 },
 	};
 	struct option opts[16];
-	char err[ERRLEN], *end;
+	char err[ERRLEN];
 	int ch, index;
 	hp_viewcmd_options(own, opts, sizeof(opts) / sizeof(opts[0]));
 	optind = 1;
@@ -142,8 +145,7 @@ static int parse(int argc, char **argv, const char *command, const struct hp_vie
 		case 'o': c->output = optarg; break;
 		case 'p': c->partial = 1; break;
 		case 'l':
-			c->vo.limit = strtoul(optarg, &end, 10);
-			if (*end || !*optarg)
+			if (hp_cli_parse_limit(optarg, &c->vo.limit))
 				return hp_cli_usage_error("--limit must be a number, not '%s'", optarg);
 			break;
 		case 's':
@@ -182,6 +184,26 @@ static int split_operands(struct cmdline *c, const struct hp_view_ops *ops, char
 	return 0;
 }
 
+/*
+ * A regular file (or a link to one) or a new name is written under a
+ * temporary name beside it and renamed over it once whole: a run that fails
+ * leaves what was there, and a link is followed, not replaced by a file. A
+ * FIFO or a device is written as named and never removed. Where no
+ * temporary file can be made (a directory we cannot write), or the file is
+ * another user's, the file itself is written, and removed if the run
+ * fails, as long as it is no link.
+ */
+static FILE *open_direct(struct cmdline *c, char *err, size_t errlen)
+{
+	FILE *f = fopen(c->output, "w");
+	if (!f)
+		snprintf(err, errlen, "%s: %s", c->output, strerror(errno));
+	struct stat st;
+	c->output_regular = f && !fstat(fileno(f), &st) && S_ISREG(st.st_mode) &&
+			    hp_path_is_regular(c->output);
+	return f;
+}
+
 static FILE *open_output(struct cmdline *c, const struct hp_view_ops *ops, char *err,
 			 size_t errlen)
 {
@@ -192,23 +214,63 @@ static FILE *open_output(struct cmdline *c, const struct hp_view_ops *ops, char 
 		}
 		return stdout;
 	}
-	FILE *f = fopen(c->output, "w");
-	if (!f)
-		snprintf(err, errlen, "%s: %s", c->output, strerror(errno));
-	struct stat st;
-	c->output_regular = f && !fstat(fileno(f), &st) && S_ISREG(st.st_mode);
+	struct stat st, lst;
+	int exists = stat(c->output, &st) == 0;
+	if (exists && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: %s", c->output, strerror(EISDIR));
+		return NULL;
+	}
+	/* A FIFO, a device; a dangling link; another's file, which we could not
+	 * give back its owner, nor replace in a sticky directory (/tmp). */
+	if ((exists && !S_ISREG(st.st_mode)) || (!exists && !lstat(c->output, &lst)) ||
+	    (exists && st.st_uid != geteuid() && geteuid() != 0))
+		return open_direct(c, err, errlen);
+	c->target = exists ? realpath(c->output, NULL) : strdup(c->output);
+	const char *slash = c->target ? strrchr(c->target, '/') : NULL;
+	if (c->target &&
+	    asprintf(&c->tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - c->target + 1) : 0, c->target,
+		     slash ? slash + 1 : c->target) < 0)
+		c->tmp = NULL;
+	int fd = c->tmp ? mkostemp(c->tmp, O_CLOEXEC) : -1;
+	mode_t mask = umask(0);
+	umask(mask);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+	/* The owner and mode it had (the owner only where we may set it), or
+	 * what fopen would have given a new file. */
+	int kept = f && exists && (fchown(fd, st.st_uid, st.st_gid) || 1);
+	if (f)
+		fchmod(fd, kept ? st.st_mode & 07777 : 0666 & ~mask);
+	if (!f) {
+		if (fd >= 0) {
+			close(fd);
+			unlink(c->tmp);
+		}
+		free(c->tmp);
+		free(c->target);
+		c->tmp = c->target = NULL;
+		return open_direct(c, err, errlen);
+	}
 	return f;
 }
 
-static int close_output(FILE *out, const struct cmdline *c, int failed, char *err, size_t errlen)
+static int close_output(FILE *out, struct cmdline *c, int failed, char *err, size_t errlen)
 {
 	int bad = fflush(out) != 0 || ferror(out);
 	if (out != stdout && fclose(out))
 		bad = 1;
 	if (bad && !failed)
 		snprintf(err, errlen, "%s: could not be written", c->output ? c->output : "standard output");
-	if ((bad || failed) && c->output_regular)
+	if (c->tmp && !bad && !failed && rename(c->tmp, c->target)) {
+		snprintf(err, errlen, "%s: %s", c->output, strerror(errno));
+		bad = 1;
+	}
+	if (c->tmp && (bad || failed))
+		unlink(c->tmp); /* what was there stays */
+	else if ((bad || failed) && c->output_regular)
 		unlink(c->output); /* no half file left that looks whole */
+	free(c->tmp);
+	free(c->target);
+	c->tmp = c->target = NULL;
 	return bad;
 }
 

@@ -72,8 +72,8 @@ static void print_usage(FILE *out)
 static const char record_help[] =
 	"usage: hookprof record [options] [--] PROGRAM [ARGS...]\n"
 	"  runs PROGRAM with libhookprof preloaded; the trace is written when it exits\n"
-	"  -o, --output=FILE     trace file (default ./PROGRAM-PID.hookprof); replaced if it exists;\n"
-	"                        a forked child's trace is FILE.1, FILE.2, ...\n"
+	"  -o, --output=FILE     trace file (default ./PROGRAM-PID.hookprof); replaced if it exists\n"
+	"                        (kept if the run writes none); a forked child's is FILE.1, FILE.2, ...\n"
 	"  -d, --dir=DIR         every process of the tree into DIR (made if missing), each as\n"
 	"                        PROGRAM-PID.hookprof; without -o or -d they go to ./\n"
 	"  --mode=stream|ring    stream (default): every event; ring: the last --buffer per thread\n"
@@ -296,8 +296,13 @@ static int destination(const struct record_opts *o, struct destination *d)
 		return 0;
 	}
 	const char *dir = o->dir ? o->dir : ".";
+	struct stat st;
 	if (o->dir && mkdir(dir, 0755) && errno != EEXIST)
 		return -1;
+	if (o->dir && stat(dir, &st))
+		return -1; /* a dangling link */
+	if (o->dir && !S_ISDIR(st.st_mode))
+		return errno = ENOTDIR, -1; /* a file: the trace would go to FILE.1 */
 	if (!realpath(dir, d->output))
 		return -1;
 	snprintf(d->dir, sizeof(d->dir), "%s", dir);
@@ -336,7 +341,7 @@ static void print_pack(FILE *out, const char *trace, const struct hp_pack *p, in
 		stored += m->status == HP_PACK_STORED;
 		unused += m->status == HP_PACK_UNUSED;
 		if ((verbose && m->status != HP_PACK_UNUSED) || m->status == HP_PACK_REBUILT ||
-		    m->status == HP_PACK_MISSING ||
+		    m->status == HP_PACK_MISSING || m->status == HP_PACK_OUTSIDE ||
 		    m->kind == HP_PACK_NO_PDB)
 			fprintf(out, "hookprof: %s: %s%s%s\n", *m->path ? m->path : "(no path)",
 				hp_pack_describe(m), m->source && verbose ? " " : "",
@@ -409,7 +414,10 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 	else
 		snprintf(root, sizeof(root), "-%d.hookprof", (int)pid);
 	if (hp_cli_list_traces(d->dir, &after) == 0) {
-		if (!d->shown && access(d->output, F_OK) == 0) {
+		/* A FIFO or a device is there whatever the run did: the runtime
+		 * says when it wrote nothing (no reader), and record says nothing. */
+		struct stat st;
+		if (!d->shown && stat(d->output, &st) == 0 && S_ISREG(st.st_mode)) {
 			fprintf(stderr, "hookprof: trace written to %s\n", d->output);
 			if (keep)
 				pack_one(d->output, NULL, 0, 0);
@@ -429,15 +437,76 @@ static void report_written(const struct destination *d, const struct hp_cli_name
 	hp_cli_names_free(&after);
 }
 
+/* -o names a directory, or a link to a file (or to nothing): the runtime
+ * would put the trace in it, or beside it as NAME.1, not at that name. */
+static int check_record_output(const char *output)
+{
+	struct stat st, lst;
+	if (!output || lstat(output, &lst))
+		return 0;
+	int there = stat(output, &st) == 0;
+	char what[PATH_MAX + 128];
+	if (there && S_ISDIR(st.st_mode))
+		snprintf(what, sizeof(what), "-o %s: a directory (-d DIR puts the traces there)", output);
+	else if (S_ISLNK(lst.st_mode) && (!there || S_ISREG(st.st_mode)))
+		snprintf(what, sizeof(what), "-o %s: a symbolic link (the trace would go beside it, as %s.1): give another name", output, output);
+	else
+		return 0;
+	return hp_cli_print_error(what);
+}
+
+/* An old trace at -o's name is moved aside for the run, and goes only when
+ * the run wrote a new one: a run that cannot start, or traces nothing,
+ * leaves it. aside is "" if there was none. */
+static void set_aside(const struct record_opts *o, const struct destination *d, char *aside, size_t len)
+{
+	aside[0] = 0;
+	if (!o->output || !hp_path_is_regular(o->output))
+		return;
+	const char *base = strrchr(o->output, '/');
+	snprintf(aside, len, "%s/.%s.hookprof-old.%d", d->dir, base ? base + 1 : o->output, (int)getpid());
+	if (rename(o->output, aside)) {
+		aside[0] = 0;
+		unlink(o->output); /* -o asks for that name */
+	}
+}
+
+static void settle_aside(const char *output, const char *aside)
+{
+	if (!*aside)
+		return;
+	if (access(output, F_OK) == 0)
+		unlink(aside);
+	else
+		rename(aside, output); /* the runtime, or record, said why there is none */
+}
+
+static int run_program(const struct record_opts *o, const char *lib, char **argv,
+		       const struct destination *d);
+
 static int run_recorded(const struct record_opts *o, const char *lib, char **argv)
 {
 	struct destination d;
+	char aside[PATH_MAX * 2];
+	if (check_record_output(o->output))
+		return 1;
+	if (destination(o, &d)) {
+		char what[PATH_MAX + 128];
+		snprintf(what, sizeof(what), "%s%s: %s", o->dir ? "-d " : "",
+			 o->dir ? o->dir : "the working directory", strerror(errno));
+		return hp_cli_print_error(what);
+	}
+	set_aside(o, &d, aside, sizeof(aside));
+	int status = run_program(o, lib, argv, &d);
+	settle_aside(o->output, aside);
+	return status;
+}
+
+static int run_program(const struct record_opts *o, const char *lib, char **argv,
+		       const struct destination *d)
+{
 	struct hp_cli_names before;
-	if (destination(o, &d))
-		return hp_cli_print_error(o->dir ? "cannot make the directory for the traces" : "cannot resolve the working directory"), 1;
-	if (o->output && hp_path_is_regular(o->output))
-		unlink(o->output); /* -o asks for that name: an old trace goes */
-	hp_cli_list_traces(d.dir, &before); /* a directory not there yet holds no old trace */
+	hp_cli_list_traces(d->dir, &before); /* a directory not there yet holds no old trace */
 	int ready[2];
 	if (pipe2(ready, O_CLOEXEC))
 		return hp_cli_names_free(&before), hp_cli_print_error("cannot create a pipe"), 1;
@@ -445,7 +514,7 @@ static int run_recorded(const struct record_opts *o, const char *lib, char **arg
 	if (pid < 0)
 		return hp_cli_names_free(&before), hp_cli_print_error("cannot fork"), 1;
 	if (pid == 0) {
-		if (set_record_env(o, lib, d.output) == 0)
+		if (set_record_env(o, lib, d->output) == 0)
 			execvp(argv[0], argv);
 		int e = errno;
 		ssize_t w = write(ready[1], &e, sizeof(e));
@@ -465,7 +534,7 @@ static int run_recorded(const struct record_opts *o, const char *lib, char **arg
 		fprintf(stderr, "hookprof: cannot run '%s': %s\n", argv[0], strerror(exec_errno));
 		return 127;
 	}
-	report_written(&d, &before, pid, o->keep_symbols);
+	report_written(d, &before, pid, o->keep_symbols);
 	hp_cli_names_free(&before);
 	return status;
 }
@@ -725,7 +794,7 @@ static int parse_report(int argc, char **argv, struct hp_drive_opts *d, struct h
 		{ "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
 	};
 	struct option opts[24];
-	char err[ERRLEN], *end;
+	char err[ERRLEN];
 	int c, index, bad;
 	hp_viewcmd_options(own, opts, sizeof(opts) / sizeof(opts[0]));
 	while ((c = getopt_long(argc, argv, "h", opts, &index)) != -1) {
@@ -740,8 +809,7 @@ static int parse_report(int argc, char **argv, struct hp_drive_opts *d, struct h
 				return hp_cli_usage_error("--sort must be self, total, calls, avg, max or name, not '%s'", optarg);
 			break;
 		case 'l':
-			vo->limit = strtoul(optarg, &end, 10);
-			if (*end || !*optarg)
+			if (hp_cli_parse_limit(optarg, &vo->limit))
 				return hp_cli_usage_error("--limit must be a number, not '%s'", optarg);
 			break;
 		case 'p': d->analyze_flags = HP_ANALYZE_ALLOW_PARTIAL; break;

@@ -191,10 +191,9 @@ check "an unknown HOOKPROF_BUFER: one warning naming it and HOOKPROF_BUFFER" "$(
 	"^hookprof: unknown variable HOOKPROF_BUFER in the environment \\(did you mean HOOKPROF_BUFFER\\?\\); ignored$"
 
 # ---- -o: what a command may empty or remove --------------------------------
-# A view's -o is emptied as it opens and removed if the run fails (no half
-# file left that looks whole): never when it is a trace being read, and
-# never when it is not a regular file (a FIFO here; /dev/null run as root).
-# record -o removes an old trace of that name first: a regular file only.
+# A view's -o never names a trace being read; one that is not a regular
+# file (a FIFO here; /dev/null run as root) is written as named and never
+# removed. (Regular files, links, record -o and pack -o: below.)
 OUT=$CLI/outputs
 mkdir -p "$OUT"
 cp "$GOOD" "$OUT/self.hookprof"
@@ -222,3 +221,98 @@ wait $reader
 check "record -o FIFO: exit 0, the FIFO is still there and the trace went through it" \
 	"status $rc, $(brief "$OUT/record.err"), $(ls -l "$OUT/fifo" 2>&1)" \
 	all_of [ $rc = 0 -a -p "$OUT/fifo" ] -- trace_reads "$OUT/fifo.trace"
+timeout 20 "$HP" record -o "$OUT/fifo" -- "$B/cli_nested" >/dev/null 2>"$OUT/record-noreader.err"
+rc=$?
+check "record -o FIFO with no reader: exit 0 at once, the runtime's one line, no 'trace written'" \
+	"status $rc, $(brief "$OUT/record-noreader.err")" \
+	all_of [ $rc = 0 ] -- cli_one_line "$OUT/record-noreader.err" "nothing reads the FIFO"
+
+# ---- -o: what a failed run leaves; inputs that are not traces ---------------
+# A view's -o that is a regular file (or a link to one) is written under a
+# temporary name and renamed over it once whole: a failed run leaves the old
+# file, and the link, as they were. record -o moves an old trace aside and
+# puts it back when the run wrote none; it refuses a directory and a link.
+# pack -o keeps off a directory whose MODULES is not a pack's. A FIFO named
+# as a trace is refused, not waited on.
+echo "the output of an earlier run" >"$OUT/old.txt"
+cp "$OUT/old.txt" "$OUT/old.copy"
+ln -s old.txt "$OUT/link.txt"
+"$HP" export --format=folded -o "$OUT/link.txt" "$OUT/empty.hookprof" >/dev/null 2>"$OUT/link.err"
+rc=$?
+check "export -o LINK of a trace that fails: exit 1, the link and its file as they were" \
+	"status $rc, $(brief "$OUT/link.err"), $(ls -l "$OUT/link.txt" "$OUT/old.txt" 2>&1 | tr '\n' '|')" \
+	all_of [ $rc = 1 -a -L "$OUT/link.txt" ] -- cmp -s "$OUT/old.txt" "$OUT/old.copy"
+"$HP" export --format=folded -o "$OUT/old.txt" "$OUT/empty.hookprof" >/dev/null 2>&1
+rc=$?
+check "export -o FILE of a trace that fails: exit 1, FILE as it was" "status $rc, $(brief "$OUT/old.txt")" \
+	all_of [ $rc = 1 ] -- cmp -s "$OUT/old.txt" "$OUT/old.copy"
+"$HP" export --format=folded -o "$OUT/link.txt" "$GOOD" >/dev/null 2>"$OUT/link.err"
+rc=$?
+check "export -o LINK of a good trace: the file it names rewritten, the link kept" \
+	"status $rc, $(brief "$OUT/link.err"), $(ls -la "$OUT" | tr '\n' '|')" \
+	all_of [ $rc = 0 -a -L "$OUT/link.txt" -a -z "$(find "$OUT" -name '.old.txt.*')" ] -- \
+	grep -q '^main' "$OUT/old.txt"
+
+cp "$GOOD" "$OUT/kept.hookprof"
+"$HP" record -o "$OUT/kept.hookprof" -- "$OUT/no-such-program" >/dev/null 2>"$OUT/kept.err"
+rc=$?
+check "record -o OLD of a program that cannot run: exit 127, one line, OLD as it was" \
+	"status $rc, $(brief "$OUT/kept.err"), $(ls -la "$OUT" | tr '\n' '|')" \
+	all_of [ $rc = 127 ] -- cli_one_line "$OUT/kept.err" "cannot run" -- cmp -s "$GOOD" "$OUT/kept.hookprof" \
+	-- [ -z "$(find "$OUT" -name '.kept.hookprof*')" ]
+"$HP" record -o "$OUT/kept.hookprof" -- "$B/cli_nested" >/dev/null 2>"$OUT/kept.err"
+rc=$?
+check "record -o OLD of a good run: OLD replaced by the new trace, nothing left aside" \
+	"status $rc, $(brief "$OUT/kept.err"), $(ls -la "$OUT" | tr '\n' '|')" \
+	all_of [ $rc = 0 -a -z "$(find "$OUT" -name '.kept.hookprof*')" ] -- trace_reads "$OUT/kept.hookprof" \
+	-- sh -c "! cmp -s '$GOOD' '$OUT/kept.hookprof'"
+mkdir -p "$OUT/adir"
+ln -s kept.hookprof "$OUT/link.hookprof"
+for o in adir link.hookprof; do
+	"$HP" record -o "$OUT/$o" -- "$B/cli_nested" >/dev/null 2>"$OUT/rec-$o.err"
+	rc=$?
+	check "record -o $o: refused in one line, exit 1, nothing written" \
+		"status $rc, $(brief "$OUT/rec-$o.err"), $(ls -A "$OUT/adir" | tr '\n' ' ')" \
+		all_of [ $rc = 1 -a -z "$(ls -A "$OUT/adir")" -a ! -e "$OUT/link.hookprof.1" ] -- \
+		cli_one_line "$OUT/rec-$o.err" "^hookprof: -o .*$o: a (directory|symbolic link)"
+done
+
+echo "a file" >"$OUT/dfile"
+"$HP" record -d "$OUT/dfile" -- "$B/cli_nested" >/dev/null 2>"$OUT/dfile.err"
+rc=$?
+check "record -d FILE: refused in one line, exit 1, no FILE.1" "status $rc, $(brief "$OUT/dfile.err")" \
+	all_of [ $rc = 1 -a ! -e "$OUT/dfile.1" ] -- cli_one_line "$OUT/dfile.err" "^hookprof: -d .*dfile: Not a directory$"
+
+mkdir -p "$OUT/mine"
+echo "my notes" >"$OUT/mine/MODULES"
+"$HP" pack -o "$OUT/mine" "$GOOD" >/dev/null 2>"$OUT/pack.err"
+rc=$?
+check "pack -o DIR whose MODULES is the user's: refused in one line, exit 1, MODULES kept" \
+	"status $rc, $(brief "$OUT/pack.err"), $(ls -A "$OUT/mine" | tr '\n' ' ')" \
+	all_of [ $rc = 1 -a "$(cat "$OUT/mine/MODULES")" = "my notes" -a ! -e "$OUT/mine/.build-id" ] -- \
+	cli_one_line "$OUT/pack.err" "MODULES is not a hookprof pack's index"
+
+echo "a file" >"$OUT/pfile"
+"$HP" pack -o "$OUT/pfile" "$GOOD" >/dev/null 2>"$OUT/pfile.err"
+rc=$?
+check "pack -o FILE: refused in one line, exit 1, FILE kept" "status $rc, $(brief "$OUT/pfile.err")" \
+	all_of [ $rc = 1 -a "$(cat "$OUT/pfile")" = "a file" ] -- cli_one_line "$OUT/pfile.err" "^hookprof: cannot make .*pfile: Not a directory$"
+
+mkdir -p "$OUT/fifodir"
+mkfifo "$OUT/fifodir/waiting.hookprof"
+timeout 10 "$HP" report "$OUT/fifodir/waiting.hookprof" >/dev/null 2>"$OUT/fifo-in.err"
+rc=$?
+check "report FIFO (no writer): exit 1 at once, one line" "status $rc, $(brief "$OUT/fifo-in.err")" \
+	all_of [ $rc = 1 ] -- cli_one_line "$OUT/fifo-in.err" "waiting.hookprof: not a regular file$"
+cp "$GOOD" "$OUT/fifodir/good.hookprof"
+timeout 10 "$HP" info "$OUT/fifodir" >"$OUT/fifodir.info" 2>&1
+rc=$?
+check "info DIR holding a FIFO named *.hookprof: its trace read, the FIFO passed over" \
+	"status $rc, $(brief "$OUT/fifodir.info")" [ $rc = 0 -a "$(grep -c '^trace:' "$OUT/fifodir.info")" = 1 ]
+
+for o in --limit=-1 --time=nan,nan --min=nan; do
+	"$HP" report "$o" "$GOOD" >/dev/null 2>"$OUT/opt.err"
+	rc=$?
+	check "report $o: a usage error (exit 2), one line" "status $rc, $(brief "$OUT/opt.err")" \
+		all_of [ $rc = 2 ] -- cli_one_line "$OUT/opt.err" "^hookprof: --(limit|time|min)"
+done

@@ -157,3 +157,24 @@ if build pack_forktree gcc "${IF[@]}" -O1 -pthread "$SRC/forktree.c"; then
 		expect_calls "$label: program deleted, report DIR" pack_forktree main=4 ft_parent=100 ft_spawn=6 ft_child=300
 	fi
 fi
+
+# ---- a module path with "..": no copy outside the pack ---------------------
+# A module without a build-id is stored by its path; one loaded by a name
+# with ".." (more of them than it has directories above) would have been
+# copied outside the pack, over whatever was there.
+PE2=$PK/escape
+mkdir -p "$PE2"
+if build pack_noid_plugin.so gcc "${IF[@]}" -O1 -fPIC -shared -Wl,--build-id=none "$SRC/plugin.c"; then
+	cp "$B/pack_noid_plugin.so" "$PE2/plugin.so"
+	victim=$PE2$PE2/plugin.so # where DIR/by-path/../../..$PE2/plugin.so lands, DIR=$PE2/a/b
+	mkdir -p "$(dirname "$victim")"
+	echo "not to be overwritten" >"$victim"
+	"$HP" record -o "$PE2/dots.hookprof" -- "$B/useplugin" "/../../..$PE2/plugin.so" >/dev/null 2>&1
+	"$HP" pack -o "$PE2/a/b" "$PE2/dots.hookprof" >"$PE2/pack.out" 2>&1
+	rc=$?
+	check "pack of a module loaded as /../../..PATH: exit 0, nothing written outside the pack" \
+		"status $rc, $(brief "$PE2/pack.out"), $(brief "$victim")" \
+		[ $rc = 0 -a "$(cat "$victim")" = "not to be overwritten" ]
+	check "pack of a module loaded as /../../..PATH: says why it is not stored" "$(brief "$PE2/pack.out")" \
+		grep -q "plugin.so: not stored: its path has a '.' or '..'" "$PE2/pack.out"
+fi
