@@ -32,6 +32,7 @@
  * lock; a fatal signal's flush and the fork handler take it with a bounded
  * wait (docs/design.md, "Locks"). */
 static hp_mutex_t writer_lock = HP_MUTEX_INITIALIZER;
+uint32_t hp_writer_at_work;
 static struct hp_dict dict;
 static struct hp_raw *scratch;
 static int threaded;
@@ -386,15 +387,23 @@ void hp_writer_drain(struct hp_thread *t)
  * owners filled their rings and slept on them, ten thousand context
  * switches a run and a quarter of the CPU idle. An owner whose ring is
  * full does the work itself instead, on its own core, whose cache still
- * holds the events. Trylock: a writer at work frees a chunk soon anyway.
+ * holds the events. The writer at work frees a chunk of every ring soon:
+ * the owner waits for it (0). Anyone else holding the lock (an owner that
+ * helps, which frees its own ring only; a fork) leaves the owner's chunks
+ * to the writer's next pass, which may be a while in coming when the
+ * owners have the cores: the owner waits for the lock and encodes its own
+ * (threads64 on 2 cores: 0.58 -> 0.53 s, fastest of 7).
  */
 int hp_writer_help(struct hp_thread *t)
 {
-	int worked = 0;
-	if (!hp_mutex_trylock(&writer_lock)) {
-		worked = drain_unless_finished(t);
-		hp_mutex_unlock(&writer_lock);
+	if (hp_mutex_trylock(&writer_lock)) {
+		/* Relaxed: a stale value costs one wait of the other kind. */
+		if (__atomic_load_n(&hp_writer_at_work, __ATOMIC_RELAXED))
+			return 0;
+		hp_mutex_lock(&writer_lock);
 	}
+	int worked = drain_unless_finished(t);
+	hp_mutex_unlock(&writer_lock);
 	return worked;
 }
 
@@ -528,7 +537,10 @@ static void writer_main(void *arg)
 	uint64_t next_flush = 0;
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
 		hp_mutex_lock(&writer_lock);
+		/* Relaxed: advisory to owners (hp_writer_help); the lock orders the rest. */
+		__atomic_store_n(&hp_writer_at_work, 1, __ATOMIC_RELAXED);
 		int worked = drain_all_locked();
+		__atomic_store_n(&hp_writer_at_work, 0, __ATOMIC_RELAXED);
 		hp_mutex_unlock(&writer_lock);
 		if (!worked)
 			writer_sleep(next_housekeeping);

@@ -37,10 +37,15 @@ void hp_writer_retire_and_drain(void) HP_HIDDEN;
 /* Encodes t's published chunks on the calling thread. */
 void hp_writer_drain(struct hp_thread *t) HP_HIDDEN;
 /* The owner of a full ring (stream mode) encodes its own published
- * chunks if the writer's lock is free: 1 if it freed any, 0 if it must
- * wait for the writer as before. Called with asynchronous signals held,
+ * chunks, unless the writer thread is at work (it frees them soon),
+ * waiting for the lock if another thread holds it: 1 if it freed any, 0
+ * if it must wait for the writer. Called with asynchronous signals held,
  * as wherever a program thread takes writer_lock. */
 int hp_writer_help(struct hp_thread *t) HP_HIDDEN;
+/* The writer thread's pass over every ring holds the writer's lock: set
+ * and cleared under it, read by owners without it (hp_writer_help). A
+ * test that holds the lock as the writer at work sets it too. */
+extern uint32_t hp_writer_at_work HP_HIDDEN;
 /* Encodes every thread's published chunks and writes them out now. */
 int hp_writer_flush_all(void) HP_HIDDEN; /* 0, or -1 if not written */
 /* Every other thread, the writer's too, was ended from outside

@@ -804,6 +804,7 @@ static int child_snapshot_waiting(void *arg)
 	(void)arg;
 	record_range(0, 2); /* the main thread starts the runtime */
 	TK_CHILD_EQ(hp_writer_lock_for_fork(), 0); /* the writer consumes nothing */
+	hp_writer_at_work = 1; /* as if at work: the owner waits for a chunk */
 	pthread_t th;
 	TK_CHILD_EQ(pthread_create(&th, NULL, fill_then_wait, NULL), 0);
 	struct hp_thread *t;
@@ -813,6 +814,7 @@ static int child_snapshot_waiting(void *arg)
 	static struct hp_raw snap[CHUNK];
 	uint32_t seq = 0;
 	size_t n = hp_buffer_snapshot_partial(t, snap, &seq, 0);
+	hp_writer_at_work = 0;
 	hp_writer_unlock_after_fork();
 	TK_CHILD_EQ(pthread_join(th, NULL), 0);
 	TK_CHILD_EQ(n, 0);
@@ -1044,9 +1046,14 @@ static void record_and_look(int sig)
 	uint32_t switching = __atomic_load_n(&t->switching, __ATOMIC_RELAXED);
 	uint32_t held_in = t->held_in;
 	uint64_t lost = t->lost_reentry;
+	/* An end armed with pos in the chunk it closes: a handler before this
+	 * one switched chunks for the interrupted switch, whose slot it kept;
+	 * the fast path then writes in order (switch_fast's comment). */
+	const struct hp_raw *end = hp_tls.end, *pos = hp_tls.pos;
+	int armed_here = end && pos >= end - t->chunk_events && pos < end;
 	__cyg_profile_func_enter((void *)(uintptr_t)FH, (void *)1);
 	__cyg_profile_func_exit((void *)(uintptr_t)FH, (void *)1);
-	if (switching) {
+	if (switching && !armed_here) {
 		during_switch++;
 		if (t->held_in == held_in && t->lost_reentry == lost)
 			not_held++;
@@ -1244,9 +1251,10 @@ END_TEST
  * a chunk only when the ring is full (or the owner is done), and then
  * first waits until the owner shows `waiting` - which it must, since it
  * cannot go on until a chunk is released. No timing is involved. The
- * consumer holds the writer's lock throughout, as the writer at work does:
- * an owner encodes its full ring itself only when the lock is free
- * (hp_writer_help; check_writer tests that side).
+ * consumer holds the writer's lock throughout as the writer at work
+ * (hp_writer_at_work): an owner then waits for its chunks, and encodes
+ * its full ring itself only when the lock is free or held by another
+ * owner (hp_writer_help; check_writer tests that side).
  */
 struct full_ring_case {
 	uint32_t nchunks;
@@ -1262,6 +1270,7 @@ static void *consume_when_full(void *arg)
 	struct ring_result *r = &shared->ring;
 	if (hp_writer_lock_for_fork())
 		return NULL; /* the counts then fail the test */
+	hp_writer_at_work = 1;
 	__atomic_store_n(&consumer_locked, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		/* done first: once it is set, the last head is visible */
@@ -1275,6 +1284,7 @@ static void *consume_when_full(void *arg)
 			sched_yield();
 			continue;
 		} else if (head == t->tail) {
+			hp_writer_at_work = 0;
 			hp_writer_unlock_after_fork();
 			return NULL;
 		}
@@ -1391,17 +1401,19 @@ int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 static struct hp_thread *owner_thread;
 static uint32_t writer_held;
 
-/* Takes the writer's lock and lets it go once the owner waits (a mutex
- * is let go by the thread that took it). */
+/* Takes the writer's lock as the writer at work and lets it go once the
+ * owner waits (a mutex is let go by the thread that took it). */
 static void *hold_writer_until_waiting(void *arg)
 {
 	(void)arg;
 	if (hp_writer_lock_for_fork())
 		return NULL; /* the owner never waits: the counts fail the test */
+	hp_writer_at_work = 1;
 	__atomic_store_n(&writer_held, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&owner_thread, __ATOMIC_ACQUIRE) ||
 	       !__atomic_load_n(&owner_thread->waiting, __ATOMIC_ACQUIRE))
 		sched_yield();
+	hp_writer_at_work = 0;
 	hp_writer_unlock_after_fork();
 	return NULL;
 }

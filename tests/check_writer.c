@@ -905,6 +905,16 @@ START_TEST(test_writer_thread_consumes)
 }
 END_TEST
 
+static uint32_t help_done;
+static int help_worked;
+
+static void *help_thread(void *arg)
+{
+	help_worked = hp_writer_help(arg);
+	__atomic_store_n(&help_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
 static int child_owner_helps(void *arg)
 {
 	(void)arg;
@@ -913,16 +923,34 @@ static int child_owner_helps(void *arg)
 	TK_CHILD_TRUE(t != NULL);
 	for (uint64_t c = 0; c < 4; c++)
 		publish(t, c * CHUNK, CHUNK);
-	/* the ring is full; the writer at work (its lock held): wait */
+	/* the ring is full; another thread holds the writer's lock (not the
+	 * writer's pass, which would free the chunks): the owner waits for
+	 * the lock, then encodes its four chunks itself */
 	TK_CHILD_EQ(hp_writer_lock_for_fork(), 0);
-	TK_CHILD_EQ(hp_writer_help(t), 0);
-	hp_writer_unlock_after_fork();
+	pthread_t h;
+	help_done = 0;
+	TK_CHILD_EQ(pthread_create(&h, NULL, help_thread, t), 0);
+	usleep(50000);
+	TK_CHILD_EQ(__atomic_load_n(&help_done, __ATOMIC_ACQUIRE), 0);
 	TK_CHILD_EQ(t->tail, 0);
-	/* the writer idle: the owner encodes its four chunks itself */
-	TK_CHILD_EQ(hp_writer_help(t), 1);
+	hp_writer_unlock_after_fork();
+	TK_CHILD_EQ(pthread_join(h, NULL), 0);
+	TK_CHILD_EQ(help_worked, 1);
 	TK_CHILD_EQ(t->tail, 4);
 	TK_CHILD_EQ(hp_writer_help(t), 0); /* nothing left to free */
-	publish(t, 4 * CHUNK, 10);
+	/* the writer at work (its lock held by its pass): the owner waits for
+	 * the chunk the pass frees, not for the lock */
+	for (uint64_t c = 4; c < 8; c++)
+		publish(t, c * CHUNK, CHUNK);
+	TK_CHILD_EQ(hp_writer_lock_for_fork(), 0);
+	hp_writer_at_work = 1;
+	TK_CHILD_EQ(hp_writer_help(t), 0);
+	hp_writer_at_work = 0;
+	hp_writer_unlock_after_fork();
+	TK_CHILD_EQ(t->tail, 4);
+	TK_CHILD_EQ(hp_writer_help(t), 1);
+	TK_CHILD_EQ(t->tail, 8);
+	publish(t, 8 * CHUNK, 10);
 	TK_CHILD_EQ(hp_writer_finish(0), 0);
 	return TK_CHILD_OK;
 }
@@ -933,11 +961,11 @@ START_TEST(test_full_ring_owner_helps)
 	 * written: one EVENTS record per chunk, in order, then the rest */
 	run_ok(child_owner_helps, NULL);
 	read_records();
-	ck_assert_str_eq(summary(ALL), "T0 E0:4096 E0:4096 E0:4096 E0:4096 E0:10 T0 END:16394/0/1");
+	ck_assert_str_eq(summary(ALL), "T0 E0:4096 E0:4096 E0:4096 E0:4096 E0:4096 E0:4096 E0:4096 E0:4096 E0:10 T0 END:32778/0/1");
 	check_end_totals();
 	struct expect x;
 	analyze_pattern(&x);
-	ck_assert_uint_eq(x.next[0], 4 * CHUNK + 10);
+	ck_assert_uint_eq(x.next[0], 8 * CHUNK + 10);
 	ck_assert_uint_eq(x.resets, 0);
 }
 END_TEST
