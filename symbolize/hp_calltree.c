@@ -224,31 +224,16 @@ void hp_calltree_free(struct hp_calltree *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 256;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * size);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 const char *hp_pathtext_of(struct hp_pathtext *p, const struct hp_calltree *t,
 			   const struct hp_fntab *fns, uint32_t id, size_t *len)
 {
 	const struct hp_cnode *c = &t->node[id];
-	if (grow((void **)&p->len_at, &p->depth_cap, (size_t)c->depth + 1, sizeof(*p->len_at)))
+	if (hp_view_grow((void **)&p->len_at, &p->depth_cap, (size_t)c->depth + 1, sizeof(*p->len_at)))
 		return NULL;
 	size_t at = c->depth ? p->len_at[c->depth - 1] : 0;
 	const char *name = hp_fntab_name(fns, c->fn);
 	size_t n = strlen(name);
-	if (grow((void **)&p->text, &p->cap, at + n + 2, 1))
+	if (hp_view_grow((void **)&p->text, &p->cap, at + n + 2, 1))
 		return NULL;
 	if (c->depth)
 		p->text[at++] = ';';

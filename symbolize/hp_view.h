@@ -149,6 +149,11 @@ struct hp_view_ops {
 
 /* The views, by name; NULL if none is called so. */
 const struct hp_view_ops *hp_view_find(const char *name);
+
+/* For the views' growing arrays: *p holds *cap elements of size bytes;
+ * makes it hold need or more (doubling). 0, or -1 out of memory (*p and
+ * *cap as they were). */
+int hp_view_grow(void **p, size_t *cap, size_t need, size_t size);
 /* Every view, NULL-terminated, for help texts. */
 extern const struct hp_view_ops *const hp_views[];
 

@@ -54,28 +54,13 @@ struct callgrind {
 	size_t slot_cap;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * size);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* Grows a per-function array to cover id, the new entries set to fill bytes. */
 static int cover(void **p, size_t *n, uint32_t id, size_t size, int fill)
 {
 	if (id < *n)
 		return 0;
 	size_t cap = *n;
-	if (grow(p, &cap, (size_t)id + 1, size))
+	if (hp_view_grow(p, &cap, (size_t)id + 1, size))
 		return -1;
 	memset((char *)*p + *n * size, fill, (cap - *n) * size);
 	*n = cap;
@@ -116,7 +101,7 @@ static struct edge *edge_of(struct callgrind *c, uint32_t caller, uint32_t calle
 			return e;
 	}
 	size_t cap = c->edge_cap;
-	if (grow((void **)&c->edge, &cap, (size_t)c->nedge + 1, sizeof(*c->edge)))
+	if (hp_view_grow((void **)&c->edge, &cap, (size_t)c->nedge + 1, sizeof(*c->edge)))
 		return NULL;
 	c->edge_cap = (uint32_t)cap;
 	struct edge *e = &c->edge[c->nedge++];
@@ -141,7 +126,7 @@ static int enter_callgrind(struct hp_view *v, struct hp_vthread *t, const struct
 	struct cgthread *th = t->data;
 	if (!th && !(th = t->data = calloc(1, sizeof(*th))))
 		return -1;
-	if (grow((void **)&th->fn, &th->cap, th->depth + 1, sizeof(*th->fn)))
+	if (hp_view_grow((void **)&th->fn, &th->cap, th->depth + 1, sizeof(*th->fn)))
 		return -1;
 	th->fn[th->depth++] = f->fn;
 	return 0;
@@ -199,7 +184,7 @@ static int put_name(FILE *out, struct names *nm, const char *key, const char *na
 	for (size_t i = 0; i < nm->n; i++)
 		if (!strcmp(nm->name[i], name))
 			return fprintf(out, "%s=(%zu)\n", key, i + 1) < 0 ? -1 : 0;
-	if (grow((void **)&nm->name, &nm->cap, nm->n + 1, sizeof(*nm->name)))
+	if (hp_view_grow((void **)&nm->name, &nm->cap, nm->n + 1, sizeof(*nm->name)))
 		return -1;
 	nm->name[nm->n++] = name;
 	return put_first(out, key, nm->n, name);

@@ -77,21 +77,6 @@ static void put_json_string(FILE *out, const char *s)
 
 /* ---- per-thread buffers ----------------------------------------------------- */
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * size);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static struct sthread *thread_of(struct hp_vthread *t)
 {
 	if (!t->data)
@@ -131,7 +116,7 @@ static int spill(struct speedscope *s, struct sthread *st)
 {
 	if (!s->spill && !(s->spill = tmpfile()))
 		return -1;
-	if (grow((void **)&st->block, &st->blocks_cap, st->nblocks + 1, sizeof(*st->block)) ||
+	if (hp_view_grow((void **)&st->block, &st->blocks_cap, st->nblocks + 1, sizeof(*st->block)) ||
 	    write_all(fileno(s->spill), st->buf, (size_t)st->n * sizeof(*st->buf), s->spill_end))
 		return -1;
 	st->block[st->nblocks++] = s->spill_end;
@@ -219,7 +204,7 @@ static int enter_speedscope(struct hp_view *v, struct hp_vthread *t, const struc
 	struct speedscope *s = v->state;
 	struct sthread *st = thread_of(t);
 	if (!st || f->fn > EV_FN ||
-	    grow((void **)&st->open, &st->open_cap, st->depth + 1, sizeof(*st->open)))
+	    hp_view_grow((void **)&st->open, &st->open_cap, st->depth + 1, sizeof(*st->open)))
 		return -1;
 	st->open[st->depth++] = events_of(st);
 	return add_event(s, st, ns_of(f->start), f->fn);
@@ -255,7 +240,7 @@ static int32_t frame_index(struct speedscope *s, uint32_t fn, int lost)
 	}
 	if (s->frame[key] < 0) {
 		size_t cap = s->frames_cap;
-		if (grow((void **)&s->frame_key, &cap, (size_t)s->nframes + 1, sizeof(*s->frame_key)))
+		if (hp_view_grow((void **)&s->frame_key, &cap, (size_t)s->nframes + 1, sizeof(*s->frame_key)))
 			return -1;
 		s->frames_cap = (uint32_t)cap;
 		s->frame_key[s->nframes] = (uint32_t)key;

@@ -3,6 +3,7 @@
  * Commands first (in the order `hookprof --help` lists them), then the
  * formats of `hookprof export`.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "hp_view.h"
@@ -38,4 +39,19 @@ const struct hp_view_ops *hp_view_find(const char *name)
 		if (!strcmp(hp_views[i]->name, name))
 			return hp_views[i];
 	return NULL;
+}
+
+int hp_view_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 16;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * size);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
 }
