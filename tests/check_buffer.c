@@ -804,7 +804,7 @@ static int child_snapshot_waiting(void *arg)
 	(void)arg;
 	record_range(0, 2); /* the main thread starts the runtime */
 	TK_CHILD_EQ(hp_writer_lock_for_fork(), 0); /* the writer consumes nothing */
-	hp_writer_at_work = 1; /* as if at work: the owner waits for a chunk */
+	__atomic_store_n(&hp_writer_at_work, 1, __ATOMIC_RELAXED); /* as if at work: the owner waits for a chunk */
 	pthread_t th;
 	TK_CHILD_EQ(pthread_create(&th, NULL, fill_then_wait, NULL), 0);
 	struct hp_thread *t;
@@ -814,7 +814,7 @@ static int child_snapshot_waiting(void *arg)
 	static struct hp_raw snap[CHUNK];
 	uint32_t seq = 0;
 	size_t n = hp_buffer_snapshot_partial(t, snap, &seq, 0);
-	hp_writer_at_work = 0;
+	__atomic_store_n(&hp_writer_at_work, 0, __ATOMIC_RELAXED);
 	hp_writer_unlock_after_fork();
 	TK_CHILD_EQ(pthread_join(th, NULL), 0);
 	TK_CHILD_EQ(n, 0);
@@ -1270,7 +1270,7 @@ static void *consume_when_full(void *arg)
 	struct ring_result *r = &shared->ring;
 	if (hp_writer_lock_for_fork())
 		return NULL; /* the counts then fail the test */
-	hp_writer_at_work = 1;
+	__atomic_store_n(&hp_writer_at_work, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&consumer_locked, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		/* done first: once it is set, the last head is visible */
@@ -1284,7 +1284,7 @@ static void *consume_when_full(void *arg)
 			sched_yield();
 			continue;
 		} else if (head == t->tail) {
-			hp_writer_at_work = 0;
+			__atomic_store_n(&hp_writer_at_work, 0, __ATOMIC_RELAXED);
 			hp_writer_unlock_after_fork();
 			return NULL;
 		}
@@ -1408,12 +1408,12 @@ static void *hold_writer_until_waiting(void *arg)
 	(void)arg;
 	if (hp_writer_lock_for_fork())
 		return NULL; /* the owner never waits: the counts fail the test */
-	hp_writer_at_work = 1;
+	__atomic_store_n(&hp_writer_at_work, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&writer_held, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&owner_thread, __ATOMIC_ACQUIRE) ||
 	       !__atomic_load_n(&owner_thread->waiting, __ATOMIC_ACQUIRE))
 		sched_yield();
-	hp_writer_at_work = 0;
+	__atomic_store_n(&hp_writer_at_work, 0, __ATOMIC_RELAXED);
 	hp_writer_unlock_after_fork();
 	return NULL;
 }
@@ -1948,9 +1948,19 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_many_threads_smaller_chunks);
 	tcase_add_test(core, test_many_threads_ring_mode_keeps_chunks);
 	tcase_add_test(core, test_fork_beside_many_threads_full_chunks);
+#ifdef __SANITIZE_THREAD__
+	/* A child that starts threads after a fork with threads: TSan cannot
+	 * ("dup thread with used id"). The signal flood meets the race
+	 * docs/testing.md describes (a hook's slot filled after a handler
+	 * published its chunk), as the e2e sigtimer runs do, skipped there too. */
+	printf("skip - check_buffer test_fork_deep_inherits_into_a_smaller_ring, "
+	       "test_*_switch_holds_handlers (under thread: threads started after a fork with "
+	       "threads; the late-filled slot race of docs/testing.md)\n");
+#else
 	tcase_add_test(core, test_fork_deep_inherits_into_a_smaller_ring);
 	tcase_add_test(core, test_small_chunk_switch_holds_handlers);
 	tcase_add_test(core, test_largest_chunk_switch_holds_handlers);
+#endif
 	tcase_add_test(core, test_small_chunk_ring_grows_to_the_buffer);
 	tcase_add_test(core, test_take_oldest_first);
 	tcase_add_test(core, test_take_wraps_around);

@@ -943,9 +943,9 @@ static int child_owner_helps(void *arg)
 	for (uint64_t c = 4; c < 8; c++)
 		publish(t, c * CHUNK, CHUNK);
 	TK_CHILD_EQ(hp_writer_lock_for_fork(), 0);
-	hp_writer_at_work = 1;
+	__atomic_store_n(&hp_writer_at_work, 1, __ATOMIC_RELAXED);
 	TK_CHILD_EQ(hp_writer_help(t), 0);
-	hp_writer_at_work = 0;
+	__atomic_store_n(&hp_writer_at_work, 0, __ATOMIC_RELAXED);
 	hp_writer_unlock_after_fork();
 	TK_CHILD_EQ(t->tail, 4);
 	TK_CHILD_EQ(hp_writer_help(t), 1);
