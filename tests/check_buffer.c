@@ -866,6 +866,29 @@ static void *many_thread(void *arg)
 	return NULL;
 }
 
+/* Starts a thread running fn(m) and waits until it said it started (its
+ * ring made): rings counted in order. 0, or -1. */
+static int start_held(struct many_thread *m, pthread_t *th, void *(*fn)(void *))
+{
+	sem_init(&m->started, 0, 0);
+	sem_init(&m->release, 0, 0);
+	if (pthread_create(th, NULL, fn, m))
+		return -1;
+	sem_wait(&m->started);
+	return 0;
+}
+
+/* Lets the n threads of start_held end, and joins them. 0, or -1. */
+static int release_held(struct many_thread *m, pthread_t *th, uint32_t n)
+{
+	int rc = 0;
+	for (uint32_t i = 0; i < n; i++)
+		sem_post(&m[i].release);
+	for (uint32_t i = 0; i < n; i++)
+		rc |= pthread_join(th[i], NULL) ? -1 : 0;
+	return rc;
+}
+
 /* The chunk of a ring started with `live` rings alive. */
 static uint32_t chunk_for_live(uint32_t live, int ring_mode)
 {
@@ -882,16 +905,10 @@ static int child_many_threads(void *arg)
 	static pthread_t th[MANY_THREADS];
 	uint32_t live = hp_tls.thread != NULL; /* this thread's ring, if it has one */
 	for (uint32_t i = 0; i < MANY_THREADS; i++) {
-		sem_init(&m[i].started, 0, 0);
-		sem_init(&m[i].release, 0, 0);
-		TK_CHILD_EQ(pthread_create(&th[i], NULL, many_thread, &m[i]), 0);
-		sem_wait(&m[i].started);
+		TK_CHILD_EQ(start_held(&m[i], &th[i], many_thread), 0);
 		TK_CHILD_EQ(m[i].chunk_events, chunk_for_live(live + i, ring_mode));
 	}
-	for (int i = 0; i < MANY_THREADS; i++)
-		sem_post(&m[i].release);
-	for (int i = 0; i < MANY_THREADS; i++)
-		TK_CHILD_EQ(pthread_join(th[i], NULL), 0);
+	TK_CHILD_EQ(release_held(m, th, MANY_THREADS), 0);
 	return TK_CHILD_OK;
 }
 
@@ -951,10 +968,7 @@ static int child_fork_beside_many(void *arg)
 	static struct many_thread m[2 * HP_FULL_RINGS];
 	static pthread_t th[2 * HP_FULL_RINGS];
 	for (uint32_t i = 0; i < 2 * HP_FULL_RINGS; i++) {
-		sem_init(&m[i].started, 0, 0);
-		sem_init(&m[i].release, 0, 0);
-		TK_CHILD_EQ(pthread_create(&th[i], NULL, many_thread, &m[i]), 0);
-		sem_wait(&m[i].started);
+		TK_CHILD_EQ(start_held(&m[i], &th[i], many_thread), 0);
 	}
 	TK_CHILD_EQ(m[2 * HP_FULL_RINGS - 1].chunk_events, HP_CHUNK_EVENTS / 2);
 	pid_t pid = fork();
@@ -965,10 +979,7 @@ static int child_fork_beside_many(void *arg)
 	int status = 0;
 	TK_CHILD_EQ(waitpid(pid, &status, 0), pid);
 	TK_CHILD_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	for (uint32_t i = 0; i < 2 * HP_FULL_RINGS; i++)
-		sem_post(&m[i].release);
-	for (uint32_t i = 0; i < 2 * HP_FULL_RINGS; i++)
-		TK_CHILD_EQ(pthread_join(th[i], NULL), 0);
+	TK_CHILD_EQ(release_held(m, th, 2 * HP_FULL_RINGS), 0);
 	return TK_CHILD_OK;
 }
 
@@ -996,20 +1007,14 @@ static int child_fork_deep_then_many(void *arg)
 		static struct many_thread m[HP_FULL_RINGS];
 		static pthread_t th[HP_FULL_RINGS];
 		for (uint32_t i = 0; i < HP_FULL_RINGS; i++) {
-			sem_init(&m[i].started, 0, 0);
-			sem_init(&m[i].release, 0, 0);
-			if (pthread_create(&th[i], NULL, many_thread, &m[i]))
+			if (start_held(&m[i], &th[i], many_thread))
 				_exit(2);
-			sem_wait(&m[i].started);
 		}
 		record(2 * DEEP_FRAMES); /* this thread's first event in the child */
 		struct hp_thread *t = hp_tls.thread;
 		int bad = !t || t->chunk[0].len > t->chunk_events ||
 			  hp_tls.pos < t->base || hp_tls.pos > t->base + (size_t)t->max_chunks * t->chunk_events;
-		for (uint32_t i = 0; i < HP_FULL_RINGS; i++)
-			sem_post(&m[i].release);
-		for (uint32_t i = 0; i < HP_FULL_RINGS; i++)
-			pthread_join(th[i], NULL);
+		release_held(m, th, HP_FULL_RINGS);
 		_exit(bad ? 1 : 0);
 	}
 	int status = 0;
@@ -1080,10 +1085,7 @@ static int child_switch_holds(void *arg)
 	static struct many_thread m[HP_FULL_RINGS];
 	static pthread_t th[HP_FULL_RINGS];
 	for (uint32_t i = 0; i < rings; i++) {
-		sem_init(&m[i].started, 0, 0);
-		sem_init(&m[i].release, 0, 0);
-		TK_CHILD_EQ(pthread_create(&th[i], NULL, many_thread, &m[i]), 0);
-		sem_wait(&m[i].started);
+		TK_CHILD_EQ(start_held(&m[i], &th[i], many_thread), 0);
 	}
 	if (!hp_tick_is_tsc && !hp_tsc_is_invariant()) {
 		uint32_t a, b, c, d;
@@ -1117,10 +1119,7 @@ static int child_switch_holds(void *arg)
 		 (unsigned long long)during_switch, (unsigned long long)not_held);
 	TK_CHILD_EQ(not_held, 0);
 release:
-	for (uint32_t k = 0; k < rings; k++)
-		sem_post(&m[k].release);
-	for (uint32_t k = 0; k < rings; k++)
-		TK_CHILD_EQ(pthread_join(th[k], NULL), 0);
+	TK_CHILD_EQ(release_held(m, th, rings), 0);
 	return TK_CHILD_OK;
 }
 
@@ -1160,10 +1159,7 @@ static int child_small_ring_grows(void *arg)
 	static struct many_thread m[HP_FULL_RINGS];
 	static pthread_t th[HP_FULL_RINGS];
 	for (uint32_t i = 0; i < HP_FULL_RINGS; i++) {
-		sem_init(&m[i].started, 0, 0);
-		sem_init(&m[i].release, 0, 0);
-		TK_CHILD_EQ(pthread_create(&th[i], NULL, idle_thread, &m[i]), 0);
-		sem_wait(&m[i].started);
+		TK_CHILD_EQ(start_held(&m[i], &th[i], idle_thread), 0);
 	}
 	uint64_t events = 4 * hp_buffer_bytes() / sizeof(struct hp_raw);
 	record_range(0, events);
@@ -1171,10 +1167,7 @@ static int child_small_ring_grows(void *arg)
 	TK_CHILD_TRUE(t != NULL);
 	TK_CHILD_EQ(t->chunk_events, CHUNK / 2);
 	TK_CHILD_EQ((size_t)t->nchunks * t->chunk_events * sizeof(struct hp_raw), hp_buffer_bytes());
-	for (uint32_t k = 0; k < HP_FULL_RINGS; k++)
-		sem_post(&m[k].release);
-	for (uint32_t k = 0; k < HP_FULL_RINGS; k++)
-		TK_CHILD_EQ(pthread_join(th[k], NULL), 0);
+	TK_CHILD_EQ(release_held(m, th, HP_FULL_RINGS), 0);
 	return TK_CHILD_OK;
 }
 

@@ -19,34 +19,28 @@ growth_at_least() { local g; g=$(rss_growth "$1" "$2") && [ "$g" -ge "$3" ]; }
 
 RSS_NOTE="the sanitizer's shadow memory grows with every buffer touched"
 if ! skipped_under address thread -- "peak RSS of 32 busy threads" "$RSS_NOTE"; then
-	run_guarded linked rss-plain rssthreads -- 32
-	plain_kb=$(cat "$DIR/out")
-	check "32 busy threads without hookprof: exit status 0, peak RSS printed" "status $RC, out '$(brief "$DIR/out")'" \
-		[ "$RC" = 0 -a -n "$plain_kb" ]
-
-	label="32 busy threads, stream mode (default buffer)"
-	run_guarded preload rss-stream rssthreads -- 32
-	stream_kb=$(cat "$DIR/out")
-	check "$label: exit status 0, nothing on stderr" "status $RC, $(brief "$DIR/err")" [ "$RC" = 0 -a ! -s "$DIR/err" ]
-	check "$label: peak RSS grows by at most 32 MiB" "plain $plain_kb KiB, traced $stream_kb KiB" \
-		growth_at_most "$plain_kb" "$stream_kb" 32768
-	if report "$label" "$TRACE"; then
-		expect_calls "$label" rssthreads main=1 rt_thread=32 rt_work=3200000
-		zero_lost "$label"
-	fi
-
-	label="512 busy threads, stream mode (default buffer)"
-	run_guarded linked rss-plain-512 rssthreads -- 512 20000
-	plain512_kb=$(cat "$DIR/out")
-	run_guarded preload rss-stream-512 rssthreads -- 512 20000
-	stream512_kb=$(cat "$DIR/out")
-	check "$label: exit status 0, nothing on stderr" "status $RC, $(brief "$DIR/err")" [ "$RC" = 0 -a ! -s "$DIR/err" ]
-	check "$label: peak RSS grows by at most 32 MiB" "plain $plain512_kb KiB, traced $stream512_kb KiB" \
-		growth_at_most "$plain512_kb" "$stream512_kb" 32768
-	if report "$label" "$TRACE"; then
-		expect_calls "$label" rssthreads main=1 rt_thread=512 rt_work=10240000
-		zero_lost "$label"
-	fi
+	# rss_stream N CALLS: N busy threads of CALLS calls each, without
+	# hookprof and in stream mode: the growth within 32 MiB, every call
+	# counted, none lost. PLAIN_KB: the run without hookprof.
+	rss_stream() {
+		local n=$1 calls=$2 label="$1 busy threads, stream mode (default buffer)" traced_kb
+		run_guarded linked "rss-plain-$n" rssthreads -- "$n" "$calls"
+		PLAIN_KB=$(cat "$DIR/out")
+		check "$n busy threads without hookprof: exit status 0, peak RSS printed" \
+			"status $RC, out '$(brief "$DIR/out")'" [ "$RC" = 0 -a -n "$PLAIN_KB" ]
+		run_guarded preload "rss-stream-$n" rssthreads -- "$n" "$calls"
+		traced_kb=$(cat "$DIR/out")
+		check "$label: exit status 0, nothing on stderr" "status $RC, $(brief "$DIR/err")" [ "$RC" = 0 -a ! -s "$DIR/err" ]
+		check "$label: peak RSS grows by at most 32 MiB" "plain $PLAIN_KB KiB, traced $traced_kb KiB" \
+			growth_at_most "$PLAIN_KB" "$traced_kb" 32768
+		if report "$label" "$TRACE"; then
+			expect_calls "$label" rssthreads main=1 rt_thread="$n" rt_work=$((n * calls))
+			zero_lost "$label"
+		fi
+	}
+	rss_stream 512 20000
+	rss_stream 32 100000
+	plain_kb=$PLAIN_KB
 
 	# The same measure sees the memory when nothing bounds it: each
 	# thread's 1 MiB ring fills (200000 events of 16 bytes), all at once.
