@@ -118,10 +118,12 @@ int hp_cli_newest_trace(char *out, size_t len)
 
 int hp_cli_parse_limit(const char *s, unsigned long *out)
 {
+	if (*s < '0' || *s > '9')
+		return -1;
 	char *end;
 	errno = 0;
-	unsigned long n = *s >= '0' && *s <= '9' ? strtoul(s, &end, 10) : 0;
-	if (*s < '0' || *s > '9' || *end || errno)
+	unsigned long n = strtoul(s, &end, 10);
+	if (*end || errno)
 		return -1;
 	*out = n;
 	return 0;

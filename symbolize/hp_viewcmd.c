@@ -232,15 +232,17 @@ static FILE *open_output(struct cmdline *c, const struct hp_view_ops *ops, char 
 		     slash ? slash + 1 : c->target) < 0)
 		c->tmp = NULL;
 	int fd = c->tmp ? mkostemp(c->tmp, O_CLOEXEC) : -1;
-	mode_t mask = umask(0);
-	umask(mask);
 	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
-	/* The owner and mode it had (the owner only where we may set it), or
-	 * what fopen would have given a new file. */
-	int kept = f && exists && (fchown(fd, st.st_uid, st.st_gid) || 1);
-	if (f)
-		fchmod(fd, kept ? st.st_mode & 07777 : 0666 & ~mask);
-	if (!f) {
+	if (f) {
+		/* The owner and mode it had, or what fopen would have given a
+		 * new file. */
+		mode_t mask = umask(0);
+		umask(mask);
+		if (exists && fchown(fd, st.st_uid, st.st_gid)) {
+			/* only root may give a file away: it stays ours */
+		}
+		fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask);
+	} else {
 		if (fd >= 0) {
 			close(fd);
 			unlink(c->tmp);
