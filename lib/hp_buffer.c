@@ -130,8 +130,10 @@ static void arm_end(struct hp_thread *t)
 
 static void use_chunk(struct hp_thread *t, int arm)
 {
+	struct hp_chunk_meta *m = &t->chunk[slot_of(t, t->head)];
 	hp_tls.pos = chunk_base(t, t->head);
-	t->chunk[slot_of(t, t->head)].own.tick = 0;
+	m->own.tick = 0;
+	m->stale_below = m->published_at + 1;
 	if (arm)
 		arm_end(t);
 }
@@ -323,7 +325,11 @@ void hp_buffer_free_thread(struct hp_thread *t)
 static void publish(struct hp_thread *t)
 {
 	struct hp_raw *start = chunk_base(t, t->head);
-	t->chunk[slot_of(t, t->head)].len = (uint32_t)(hp_tls.pos - start);
+	struct hp_chunk_meta *m = &t->chunk[slot_of(t, t->head)];
+	m->len = (uint32_t)(hp_tls.pos - start);
+	/* After every tick its events hold, or will: each was read before
+	 * its slot was taken. */
+	m->published_at = hp_tick();
 	/* Release: the chunk's events and length are visible before the new head. */
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
 	/* Waking the writer costs two system calls: do it once a quarter of
@@ -424,8 +430,10 @@ static int has_partial_chunk(const struct hp_thread *t)
 static int in_chunk_just_published(const struct hp_thread *t, const struct hp_raw *e)
 {
 	/* With two chunks the one before is also the one after, where a slot
-	 * taken past the end of a full chunk lies. */
-	return t->nchunks > 2 && in_chunk_seq(t, t->head - 1, e);
+	 * taken past the end of a full chunk lies: while chunk head is not
+	 * full, nobody took one there. (A slot left unfilled would be counted
+	 * lost by the consumer, its event written again elsewhere.) */
+	return (t->nchunks > 2 || hp_tls.pos < chunk_end(t)) && in_chunk_seq(t, t->head - 1, e);
 }
 
 /* The hook took its slot past the chunk's end (and so may have a signal
@@ -1054,12 +1062,15 @@ static void record_at(uint64_t word, uint64_t tick)
 }
 
 /* A stop recorded late is not earlier than the event before it in the
- * chunk: the final flush takes an older tick for an unfilled slot. */
+ * chunk, nor than the chunk's stale_below: the consumer takes an older
+ * tick for a slot not filled yet (hp_chunk_meta). */
 static uint64_t not_before_last(uint64_t tick)
 {
-	if (has_partial_chunk(hp_tls.thread) && hp_tls.pos[-1].tick > tick)
-		return hp_tls.pos[-1].tick;
-	return tick;
+	const struct hp_thread *t = hp_tls.thread;
+	uint64_t floor = t->chunk[slot_of(t, t->head)].stale_below;
+	if (has_partial_chunk(t) && hp_tls.pos[-1].tick > floor)
+		floor = hp_tls.pos[-1].tick;
+	return tick > floor ? tick : floor;
 }
 
 /* The STOP and START this thread has not recorded yet, at the moments
@@ -1229,14 +1240,13 @@ static int lock_threads(int in_signal)
 	return hp_mutex_lock_bounded(&hp_threads_lock, in_signal, 100);
 }
 
-static int newest_filled(const struct hp_raw *start, size_t n);
-
 /* A fatal signal may have come between a hook's taking its slot and filling
- * it: that slot is not published. */
+ * it: that slot is not published (hp_chunk_meta, stale_below). */
 static void drop_unfilled_newest(const struct hp_thread *t)
 {
 	const struct hp_raw *start = chunk_base(t, t->head);
-	if (!newest_filled(start, (size_t)(hp_tls.pos - start)))
+	if (hp_tls.pos > start &&
+	    hp_tls.pos[-1].tick < t->chunk[slot_of(t, t->head)].stale_below)
 		hp_tls.pos--;
 }
 
@@ -1276,7 +1286,7 @@ void hp_buffer_retire_self(int in_signal)
 }
 
 size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct hp_raw **ev,
-		      uint32_t *seq, struct hp_chunk_own *own)
+		      uint32_t *seq, struct hp_chunk_meta *meta)
 {
 	for (;;) {
 		uint32_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
@@ -1287,8 +1297,8 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct 
 		size_t n = t->chunk[slot_of(t, tail)].len;
 		const struct hp_raw *src = chunk_base(t, tail);
 		*seq = tail;
-		if (own)
-			*own = t->chunk[slot_of(t, tail)].own;
+		if (meta)
+			*meta = t->chunk[slot_of(t, tail)];
 		if (buffer_mode == HP_MODE_STREAM) {
 			*ev = src;
 			return n;
@@ -1306,6 +1316,44 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct 
 	}
 }
 
+/* A hook interrupted between taking its slot and filling it goes on when
+ * its handler returns, in microseconds: long past that, it is not going to
+ * (the handler jumped away, or is blocked). */
+uint64_t hp_buffer_await_fill_ns = 20 * 1000 * 1000;
+#define AWAIT_FILL_POLL_US 50u
+
+/* Could anybody fill a slot of t while this thread waits for it? */
+static int fill_may_come(struct hp_thread *t)
+{
+	/* Relaxed: a hint; the slot itself is read with acquire. An owner that
+	 * waits for the consumer, or has exited, is not in its handler. */
+	return !__atomic_load_n(&t->waiting, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&t->exited, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&stopping_tid, __ATOMIC_RELAXED);
+}
+
+static int filled(const struct hp_raw *e, uint64_t stale_below)
+{
+	/* Acquire: pairs with the hook's release store of the tick; its
+	 * address is visible with it. */
+	return __atomic_load_n(&e->tick, __ATOMIC_ACQUIRE) >= stale_below;
+}
+
+int hp_buffer_await_fill(struct hp_thread *t, const struct hp_raw *e, uint64_t stale_below)
+{
+	/* Ring mode hands out a copy; the owner's hook runs on only when
+	 * this thread, in its handler, returns. */
+	if (buffer_mode == HP_MODE_RING || hp_tls.thread == t)
+		return filled(e, stale_below);
+	uint64_t since = hp_clock_ns();
+	while (!filled(e, stale_below)) {
+		if (!fill_may_come(t) || hp_clock_ns() - since > hp_buffer_await_fill_ns)
+			return filled(e, stale_below);
+		hp_sleep_us(AWAIT_FILL_POLL_US);
+	}
+	return 1;
+}
+
 void hp_buffer_release(struct hp_thread *t, uint32_t seq)
 {
 	if (buffer_mode == HP_MODE_RING)
@@ -1320,16 +1368,25 @@ void hp_buffer_release(struct hp_thread *t, uint32_t seq)
 
 /*
  * The owner runs on, and takes a slot before it fills it (hp_buffer_record):
- * the newest of n slots may hold an event of an earlier lap of the ring, or
- * zeros. Its tick tells: one older than the slot before it (or 0) is stale.
- * The hook stores the tick after the address, so a fresh tick means a
- * complete event.
+ * any of n slots may hold an event of an earlier lap of the ring, or zeros,
+ * whose tick is below stale_below (hp_chunk_meta); most often the newest,
+ * whose hook is running on its core, or one whose hook a signal handler
+ * interrupted. Those are left out. The hook stores the tick after the
+ * address, so a fresh tick means a complete event. Returns the number
+ * copied.
  */
-static int newest_filled(const struct hp_raw *start, size_t n)
+static size_t copy_filled(struct hp_raw *to, const struct hp_raw *from, size_t n, uint64_t stale_below)
 {
-	/* Acquire: pairs with the hook's release store of the tick. */
-	uint64_t tick = __atomic_load_n(&start[n - 1].tick, __ATOMIC_ACQUIRE);
-	return tick && (n == 1 || tick >= start[n - 2].tick);
+	size_t copied = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* Acquire: pairs with the hook's release store of the tick. */
+		uint64_t tick = __atomic_load_n(&from[i].tick, __ATOMIC_ACQUIRE);
+		if (tick < stale_below)
+			continue;
+		to[copied].addr = from[i].addr;
+		to[copied++].tick = tick;
+	}
+	return copied;
 }
 
 size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, uint32_t *seq,
@@ -1342,7 +1399,7 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 		uint32_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 		struct hp_raw *start = chunk_base(t, head);
 		/* Relaxed: the hook takes its slot before filling it, so pos
-		 * orders nothing; newest_filled checks the newest slot's tick. */
+		 * orders nothing; copy_filled checks each slot's tick. */
 		struct hp_raw *pos = __atomic_load_n(&t->tls->pos, __ATOMIC_RELAXED);
 		/* The owner published chunk head - 1 and waits for a free one:
 		 * with 2 chunks, pos (that chunk's end) also lies one chunk past
@@ -1354,9 +1411,8 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 		 * slow path yet (or is parking there): the chunk is full. */
 		pos = within_chunk(t, pos, start + t->chunk_events);
 		if (pos > start && pos <= start + t->chunk_events) {
-			n = (size_t)(pos - start);
-			n -= !newest_filled(start, n);
-			memcpy(scratch, start, n * sizeof(*start));
+			n = copy_filled(scratch, start, (size_t)(pos - start),
+					t->chunk[slot_of(t, head)].stale_below);
 			*seq = head;
 		}
 		/* Published meanwhile: the consumer takes it whole instead. The

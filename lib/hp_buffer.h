@@ -95,6 +95,16 @@ struct hp_chunk_meta {
 	uint32_t len;            /* events in the published chunk */
 	uint32_t unused;
 	struct hp_chunk_own own;
+	/* The hook takes its slot before it fills it, and a signal handler
+	 * that runs in between may fill the chunk up and publish it: the
+	 * slot is filled late, after the consumer may have read it. What
+	 * it holds until then is an earlier lap's event (or zeros), whose
+	 * tick is below stale_below: the tick of this chunk's previous
+	 * publication, + 1, set when the owner began to fill it (every
+	 * event it takes since is younger). The consumer waits for such a
+	 * slot, or leaves it out (hp_buffer_await_fill). */
+	uint64_t stale_below;
+	uint64_t published_at;   /* the tick of its last publication */
 };
 
 struct hp_thread {
@@ -304,13 +314,25 @@ void hp_buffer_publish_self(void) HP_HIDDEN;
  * (n events at *ev, with its sequence number) or 0; the consumer calls
  * hp_buffer_release after encoding it. In ring mode the events are copied
  * into scratch (HP_CHUNK_EVENTS slots) since the owner may overwrite them.
- * own (if not NULL): the slow path's own time noted in the chunk.
+ * meta (if not NULL): the chunk's, as published (its own time, the ticks
+ * of slots not filled yet).
  */
 size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct hp_raw **ev,
-		      uint32_t *seq, struct hp_chunk_own *own) HP_HIDDEN;
+		      uint32_t *seq, struct hp_chunk_meta *meta) HP_HIDDEN;
 void hp_buffer_release(struct hp_thread *t, uint32_t seq) HP_HIDDEN;
+/* e, a slot of a chunk taken, holds a tick below its stale_below: the
+ * owner took it and has not filled it yet. Waits a bounded time for it
+ * to be filled, unless nobody can fill it meanwhile (this is its owner,
+ * the owner waits for the consumer or is gone, the events are a copy:
+ * ring mode); 1 if it was. Left out otherwise: its hook was interrupted
+ * by a handler that has not returned in time, or never will (it jumped
+ * away: then the hook never ran on, and there is no event to miss). */
+int hp_buffer_await_fill(struct hp_thread *t, const struct hp_raw *e, uint64_t stale_below) HP_HIDDEN;
+/* How long it waits (20 ms; tests). */
+extern uint64_t hp_buffer_await_fill_ns HP_HIDDEN;
 /* Copies the events of a live thread's unpublished chunk (final flush
- * only); its own time is not worth a lock, and not given. */
+ * only), but for the slots taken and not filled yet; its own time is not
+ * worth a lock, and not given. */
 size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch,
 				  uint32_t *seq, int in_signal) HP_HIDDEN;
 void hp_buffer_free_thread(struct hp_thread *t) HP_HIDDEN;

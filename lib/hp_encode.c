@@ -279,6 +279,14 @@ static __attribute__((noinline)) uint8_t *encode_slow(struct hp_dict *d, struct 
 	return put_enter(p, (uint32_t)index, delta);
 }
 
+/* ev[i] of n is a slot not filled yet (hp_enc_stream, stale_below): the
+ * call ends before it. */
+static void stop_at(struct hp_enc_stream *s, size_t i, size_t n)
+{
+	s->taken = i;
+	s->written -= n - i;
+}
+
 /* An exit's long form for a delta in [0x80, FAST_DELTA / 2): 0x40 and the
  * two-byte varint of the zigzagged delta (2 * delta), 3 bytes. */
 static inline uint64_t exit_long_word(uint64_t delta)
@@ -369,6 +377,12 @@ encode_run(struct hp_dict *d, struct hp_enc_stream *s, const struct hp_raw *ev, 
 		last = tick;
 		continue;
 	slow:
+		/* A stale slot's tick is older than the event before it: it
+		 * comes here. */
+		if (unlikely(tick < s->stale_below)) {
+			stop_at(s, (size_t)(e - ev), n);
+			break;
+		}
 		s->depth = depth;
 		s->last_tick = last;
 		if (!(p = encode_slow(d, s, raw, tick, p)))
@@ -402,6 +416,7 @@ static ssize_t encode_all(struct hp_dict *d, struct hp_enc_stream *s,
 	if (reserve_frames(s, n) < 0)
 		return -1;
 	s->written = n;
+	s->taken = n;
 	return s->mixed ? encode_mixed(d, s, ev, n, out) : encode_calm(d, s, ev, n, out);
 }
 
@@ -435,7 +450,10 @@ static ssize_t encode_min(struct hp_dict *d, struct hp_enc_stream *s,
 {
 	uint8_t *p = out;
 	uint64_t written = 0;
-	for (size_t i = 0; i < n; i++) {
+	size_t i;
+	for (i = 0; i < n; i++) {
+		if (ev[i].tick < s->stale_below)
+			break;
 		if (ev[i].addr == HP_RAW_NOTHING)
 			continue;
 		if (short_call(s, &ev[i])) {
@@ -460,6 +478,7 @@ static ssize_t encode_min(struct hp_dict *d, struct hp_enc_stream *s,
 		written += s->written;
 	}
 	s->written = written;
+	s->taken = i;
 	return p - out;
 }
 

@@ -69,6 +69,11 @@ struct hp_enc_stream {
 	size_t cap;
 	uint64_t last_tick;
 	uint64_t written; /* events the last hp_encode or hp_encode_flush wrote */
+	/* A slot whose tick is below this one is not filled yet (an earlier
+	 * lap's, hp_buffer.h: hp_chunk_meta): hp_encode stops before it, and
+	 * says where in taken (else n). 0: every slot is filled. */
+	uint64_t stale_below;
+	size_t taken;
 	int mixed; /* the last chunk had many long deltas (hp_encode.c) */
 	/* HOOKPROF_MIN: an enter is held back until the next event says
 	 * whether it was a call shorter than the minimum with no callee. */

@@ -93,6 +93,8 @@ enum hp_lost_reason {
 	HP_LOST_REENTRY = 2,   /* event raised by hookprof's own slow path */
 	HP_LOST_NO_BUFFER = 3, /* the thread's buffer could not be allocated */
 	HP_LOST_LATE = 4,      /* event after the thread's or process's final flush */
+	HP_LOST_UNFILLED = 5,  /* a slot taken and never filled: its hook's signal
+				  handler did not return in time (hp_buffer_await_fill) */
 };
 
 /*

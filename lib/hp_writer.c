@@ -189,24 +189,48 @@ static void thread_lost_records(struct hp_thread *t)
 {
 	uint64_t ring = __atomic_load_n(&t->lost_ring, __ATOMIC_RELAXED);
 	uint64_t reentry = __atomic_load_n(&t->lost_reentry, __ATOMIC_RELAXED);
+	uint64_t unfilled = t->consumer ? t->consumer->unfilled : 0;
 	hp_records_lost(t->stream, HP_LOST_RING, ring);
 	hp_records_lost(t->stream, HP_LOST_REENTRY, reentry);
-	lost_in_threads += ring + reentry;
+	hp_records_lost(t->stream, HP_LOST_UNFILLED, unfilled);
+	lost_in_threads += ring + reentry + unfilled;
 }
 
 /* ev[0..n) of t's stream at *q (hp_encode), the events written counted
- * in *written; own: and then an enter MIN holds back, and hookprof's own
- * time at tick. -1: out of memory. */
-static int encode_part(struct hp_enc_stream *enc, const struct hp_raw *ev, size_t n, uint64_t own,
-		       uint8_t **q, uint64_t *written)
+ * in *written. A slot not filled yet is waited for, or left out and
+ * counted (hp_buffer_await_fill). -1: out of memory. */
+static int encode_filled(struct hp_thread *t, struct hp_writer_stream *st, const struct hp_raw *ev,
+			 size_t n, uint8_t **q, uint64_t *written)
 {
-	ssize_t len = hp_encode(&dict, enc, ev, n, *q);
-	if (len < 0)
+	for (;;) {
+		ssize_t len = hp_encode(&dict, &st->enc, ev, n, *q);
+		if (len < 0)
+			return -1;
+		*q += len;
+		*written += st->enc.written;
+		size_t at = st->enc.taken;
+		if (at == n)
+			return 0;
+		if (!hp_buffer_await_fill(t, &ev[at], st->enc.stale_below)) {
+			st->unfilled++;
+			at++;
+		}
+		ev += at;
+		n -= at;
+	}
+}
+
+/* encode_filled; own: and then an enter MIN holds back, and hookprof's
+ * own time at tick. */
+static int encode_part(struct hp_thread *t, struct hp_writer_stream *st, const struct hp_raw *ev,
+		       size_t n, uint64_t own, uint8_t **q, uint64_t *written)
+{
+	struct hp_enc_stream *enc = &st->enc;
+	if (encode_filled(t, st, ev, n, q, written) < 0)
 		return -1;
-	*q += len;
-	*written += enc->written;
 	if (!own)
 		return 0;
+	ssize_t len;
 	if ((len = hp_encode_flush(&dict, enc, *q)) < 0)
 		return -1;
 	*q += len;
@@ -221,9 +245,10 @@ static void out_of_memory(void)
 	broken = 1;
 }
 
-/* own: the chunk's own time (hp_buffer_take), or none (tick 0). */
+/* meta: the chunk's (hp_buffer_take): its own time and the ticks of
+ * slots not filled yet; or NULL (a snapshot: none of either). */
 static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint32_t seq,
-			 struct hp_chunk_own own_at)
+			 const struct hp_chunk_meta *meta)
 {
 	if (broken)
 		return;
@@ -254,10 +279,11 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 		q += hp_encode_reset(&st->enc, q);
 	}
 	/* The slow path's own time goes after the events it put in. */
-	uint64_t own = own_at.tick && own_at.at <= n ? own_at.tick : 0;
-	size_t at = own ? own_at.at : n;
-	if (len < 0 || encode_part(&st->enc, ev, at, own, &q, &written) ||
-	    encode_part(&st->enc, ev + at, n - at, 0, &q, &written)) {
+	uint64_t own = meta && meta->own.tick && meta->own.at <= n ? meta->own.tick : 0;
+	size_t at = own ? meta->own.at : n;
+	st->enc.stale_below = meta ? meta->stale_below : 0;
+	if (len < 0 || encode_part(t, st, ev, at, own, &q, &written) ||
+	    encode_part(t, st, ev + at, n - at, 0, &q, &written)) {
 		out_of_memory();
 		return;
 	}
@@ -286,12 +312,12 @@ static void encode_pending(struct hp_writer_stream *st, uint32_t stream_id)
 static int drain_published(struct hp_thread *t)
 {
 	const struct hp_raw *ev;
-	struct hp_chunk_own own;
+	struct hp_chunk_meta meta;
 	uint32_t seq;
 	size_t n;
 	int worked = 0;
-	while ((n = hp_buffer_take(t, scratch, &ev, &seq, &own))) {
-		encode_chunk(t, ev, n, seq, own);
+	while ((n = hp_buffer_take(t, scratch, &ev, &seq, &meta))) {
+		encode_chunk(t, ev, n, seq, &meta);
 		hp_buffer_release(t, seq);
 		worked = 1;
 	}
@@ -633,7 +659,7 @@ static void finish_live_thread(struct hp_thread *t, int in_signal)
 			break;
 	}
 	if (n)
-		encode_chunk(t, scratch, n, seq, (struct hp_chunk_own){ 0 });
+		encode_chunk(t, scratch, n, seq, NULL);
 	char name[64];
 	live_thread_name(t, name, sizeof(name));
 	thread_end_records(t, name);

@@ -141,6 +141,8 @@ static void hand_own(struct hp_thread *t)
 	hp_tls.thread = t;
 	hp_tls.pos = slot(t, t->head);
 	hp_tls.end = hp_tick_is_tsc ? hp_tls.pos + CHUNK : NULL;
+	/* as the buffer's use_chunk: older ticks are an earlier lap's */
+	t->chunk[t->head % t->nchunks].stale_below = t->chunk[t->head % t->nchunks].published_at + 1;
 }
 
 static int set_mode(enum hp_mode mode, uint32_t nchunks)
@@ -155,6 +157,10 @@ static int set_mode(enum hp_mode mode, uint32_t nchunks)
 struct ring_result {
 	uint64_t consumed, chunks, waits, wrong_at, wrong_seq;
 	uint64_t lost_ring, lost_reentry, head, tail, waiting;
+	/* the first chunk whose stale_below is not between the ticks of the
+	 * slot's lap before (lap_max, by slot) and its own */
+	uint64_t wrong_stale;
+	uint64_t lap_max[4];
 };
 struct shared {
 	char msg[1024];
@@ -1218,6 +1224,45 @@ static int child_ring_drops(void *arg)
 	return TK_CHILD_OK;
 }
 
+/*
+ * Without the TSC every event goes through the slow path, which fills the
+ * slot the hook took. A signal handler that interrupts it there and fills
+ * the chunk up publishes the chunk; in a ring of 2 chunks the one just
+ * published is also the one after the next, where a slot taken past a
+ * full chunk's end lies: the slot is still the hook's while chunk head is
+ * not full. Played here: the slot taken, 10 events of a "handler", then
+ * the hook's slow path.
+ */
+static int child_two_chunks_filled_late(void *arg)
+{
+	(void)arg;
+	record_range(0, CHUNK - 3); /* the last one is an enter */
+	struct hp_thread *t = hp_tls.thread;
+	TK_CHILD_TRUE(t != NULL);
+	TK_CHILD_EQ(t->nchunks, 2);
+	TK_CHILD_TRUE(hp_tls.end == NULL);
+	struct hp_raw *end, *taken = hp_take_slot(&end);
+	record_range(2 * CHUNK, 10);
+	TK_CHILD_EQ(t->head, 1);
+	hp_buffer_record_slow(addr_at(CHUNK - 3), taken, 0);
+	TK_CHILD_EQ(taken->addr, addr_at(CHUNK - 3));
+	TK_CHILD_EQ(hp_tls.pos - slot(t, 1), 8); /* no slot taken again */
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_two_chunks_slot_filled_late_without_tsc)
+{
+	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "128K",
+				    "HOOKPROF_CLOCK", "monotonic", NULL };
+	run_ok(env, child_two_chunks_filled_late, NULL);
+	analyze_order(NULL);
+	ck_assert_uint_eq(A.events, CHUNK - 2 + 10);
+	ck_assert_uint_eq(tk_calls_of(&A, F((CHUNK - 3) / 2)), 1);
+	ck_assert_uint_eq(lost_of(0, HP_LOST_UNFILLED), 0);
+	ck_assert_uint_eq(A.orphan_exits, 0);
+}
+END_TEST
+
 START_TEST(test_ring_mode_drops_oldest)
 {
 	const char *const env[] = { "HOOKPROF_MODE", "ring", "HOOKPROF_BUFFER", "128K", NULL };
@@ -1257,6 +1302,21 @@ struct full_ring_case {
 
 static uint32_t owner_done, consumer_locked;
 
+/* Every tick of an earlier lap of the slot (*lap_max: the largest) is
+ * below meta's stale_below, every one of this lap's at or above it. */
+static int stale_below_between_laps(const struct hp_chunk_meta *meta, const struct hp_raw *ev,
+				    size_t n, uint64_t *lap_max)
+{
+	int ok = meta->stale_below > *lap_max;
+	*lap_max = 0;
+	for (size_t i = 0; i < n; i++) {
+		ok &= ev[i].tick >= meta->stale_below;
+		if (ev[i].tick > *lap_max)
+			*lap_max = ev[i].tick;
+	}
+	return ok;
+}
+
 static void *consume_when_full(void *arg)
 {
 	struct hp_thread *t = arg;
@@ -1282,10 +1342,14 @@ static void *consume_when_full(void *arg)
 			return NULL;
 		}
 		const struct hp_raw *ev;
+		struct hp_chunk_meta meta;
 		uint32_t seq;
-		size_t n = hp_buffer_take(t, NULL, &ev, &seq, NULL);
+		size_t n = hp_buffer_take(t, NULL, &ev, &seq, &meta);
 		if (seq != r->chunks && r->wrong_seq == NONE)
 			r->wrong_seq = r->chunks;
+		if (!stale_below_between_laps(&meta, ev, n, &r->lap_max[seq % t->nchunks]) &&
+		    r->wrong_stale == NONE)
+			r->wrong_stale = r->chunks;
 		uint64_t wrong = first_wrong(ev, n, r->consumed, 0);
 		if (wrong != NONE && r->wrong_at == NONE)
 			r->wrong_at = r->consumed + wrong;
@@ -1300,7 +1364,7 @@ static int child_full_ring(void *arg)
 {
 	const struct full_ring_case *fc = arg;
 	struct ring_result *r = &shared->ring;
-	r->wrong_at = r->wrong_seq = NONE;
+	r->wrong_at = r->wrong_seq = r->wrong_stale = NONE;
 	hp_platform_init(fc->monotonic);
 	TK_CHILD_EQ(set_mode(HP_MODE_STREAM, fc->nchunks), 0);
 	TK_CHILD_EQ(hp_writer_init(), 0);
@@ -1339,6 +1403,7 @@ START_TEST(test_full_ring_owner_waits)
 	ck_assert_uint_eq(r->chunks, chunks_for(fc.events));
 	ck_assert_uint_eq(r->waits, chunks_for(fc.events) - fc.nchunks + 1);
 	ck_assert_uint_eq(r->wrong_seq, NONE);
+	ck_assert_uint_eq(r->wrong_stale, NONE);
 	ck_assert_uint_eq(r->head, chunks_for(fc.events));
 	ck_assert_uint_eq(r->tail, chunks_for(fc.events));
 	ck_assert_uint_eq(r->waiting, 0);
@@ -1355,6 +1420,7 @@ START_TEST(test_slow_consumer_loses_nothing)
 	ck_assert_uint_eq(r->consumed, fc.events);
 	ck_assert_uint_eq(r->wrong_at, NONE);
 	ck_assert_uint_eq(r->wrong_seq, NONE);
+	ck_assert_uint_eq(r->wrong_stale, NONE);
 	ck_assert_uint_eq(r->lost_ring, 0);
 	ck_assert_uint_eq(r->lost_reentry, 0);
 	ck_assert_uint_eq(r->waits, chunks_for(fc.events) - fc.nchunks + 1);
@@ -1727,11 +1793,14 @@ END_TEST
 START_TEST(test_snapshot_partial_skips_slot_being_filled)
 {
 	/* The owner takes a slot, then fills it: a flush in between finds the
-	 * newest slot holding an event of an earlier lap of the ring (a tick
-	 * older than the slot before it) or zeros, and leaves it out. */
+	 * slot holding an event of an earlier lap of the ring (a tick older
+	 * than the chunk's stale_below) or zeros, and leaves it out: the
+	 * newest (its hook runs on its core) or any other (its hook was
+	 * interrupted by a signal handler, whose events follow). */
 	struct hp_tls tls = { 0 };
 	uint32_t seq;
 	T->tls = &tls;
+	T->chunk[0].stale_below = tick_at(50);
 	struct hp_raw *s = slot(T, 0);
 	for (uint64_t j = 0; j < 10; j++)
 		s[j] = (struct hp_raw){ addr_at(100 + j), tick_at(100 + j) };
@@ -1741,12 +1810,40 @@ START_TEST(test_snapshot_partial_skips_slot_being_filled)
 	ck_assert_uint_eq(first_wrong(scratch, 10, 100, 1), NONE);
 	s[10] = (struct hp_raw){ 0, 0 }; /* a fresh page's */
 	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 10);
-	/* filled now: same tick as the slot before it still counts */
-	s[10] = (struct hp_raw){ addr_at(110), tick_at(109) };
+	/* filled now, with a tick older than the slot before it (a hook whose
+	 * tick was read before a handler's events): still an event */
+	s[10] = (struct hp_raw){ addr_at(110), tick_at(60) };
 	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 11);
+	ck_assert_uint_eq(scratch[10].tick, tick_at(60));
+	/* one in the middle, whose hook a handler interrupted */
+	s[4] = (struct hp_raw){ addr_at(20), tick_at(20) };
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 10);
+	ck_assert_uint_eq(first_wrong(scratch, 4, 100, 1), NONE);
+	ck_assert_uint_eq(first_wrong(scratch + 4, 5, 105, 1), NONE);
 	s[0] = (struct hp_raw){ 0, 0 }; /* the only slot, not filled yet */
 	tls.pos = s + 1;
 	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
+}
+END_TEST
+
+START_TEST(test_await_fill_when_nobody_can_fill)
+{
+	/* A slot not filled yet is waited for only if its hook may run on
+	 * meanwhile: not on its owner's own thread (its hook runs on when
+	 * this returns), nor while the owner waits for the consumer or has
+	 * exited. Waiting here would take the minute set below. */
+	hp_buffer_await_fill_ns = 60ull * 1000 * 1000 * 1000;
+	struct hp_raw *s = slot(T, 0);
+	s[0] = (struct hp_raw){ addr_at(3), tick_at(3) };
+	hand_own(T);
+	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(50)), 0);
+	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(3)), 1); /* filled */
+	hp_tls = (struct hp_tls){ 0 };
+	T->waiting = 1;
+	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(50)), 0);
+	T->waiting = 0;
+	T->exited = 1;
+	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(50)), 0);
 }
 END_TEST
 
@@ -1962,6 +2059,7 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_snapshot_partial_copies_unpublished);
 	tcase_add_test(core, test_first_event_creates_buffer);
 	tcase_add_test(core, test_ring_mode_drops_oldest);
+	tcase_add_test(core, test_two_chunks_slot_filled_late_without_tsc);
 	tcase_add_test(core, test_full_ring_owner_waits);
 	tcase_add_test(core, test_full_ring_switch_few_system_calls);
 	tcase_add_test(core, test_slow_consumer_loses_nothing);
@@ -1976,6 +2074,7 @@ static Suite *buffer_suite(void)
 	tcase_set_timeout(limits, 30);
 	tcase_add_test(limits, test_snapshot_partial_nothing_to_copy);
 	tcase_add_test(limits, test_snapshot_partial_skips_slot_being_filled);
+	tcase_add_test(limits, test_await_fill_when_nobody_can_fill);
 	tcase_add_test(limits, test_snapshot_partial_full_chunk);
 	tcase_add_test(limits, test_ring_take_clamps_length);
 	tcase_add_test(limits, test_buffer_size_rounds_down);

@@ -847,6 +847,110 @@ static size_t encode_min_chunk(const struct hp_raw *ev, size_t n)
 	return (size_t)len;
 }
 
+/* ---- slots not filled yet (stale_below) ------------------------------ */
+
+#define FILLED_EVENTS 200
+#define STALE_BELOW 1000000u
+
+/* Calls of 5 functions, each ending before the next starts, the deltas
+ * short (calm) or some long (mixed); ticks from STALE_BELOW on. */
+static void calls_from(struct hp_raw *ev, size_t n, int mixed)
+{
+	uint64_t tick = STALE_BELOW;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t f = 0x1000 + (i / 2 % 5) * 0x10;
+		tick += mixed && i % 3 == 0 ? 300 : 3;
+		ev[i] = (struct hp_raw){ f | (i & 1 ? HP_RAW_EXIT : 0), tick };
+	}
+}
+
+/* Encodes ev[0..n) into out as the writer does: each stop at a slot not
+ * filled yet is played as the hook filling it meanwhile (from real). */
+static size_t encode_filling_late(struct hp_raw *ev, const struct hp_raw *real, size_t n,
+				  uint8_t *out, size_t *stops)
+{
+	size_t done = 0, len = 0, written = 0;
+	*stops = 0;
+	while (done < n) {
+		ssize_t got = hp_encode(&dict, &enc, ev + done, n - done, out + len);
+		ck_assert_int_ge(got, 0);
+		len += (size_t)got;
+		written += enc.written;
+		ck_assert_uint_le(enc.taken, n - done);
+		done += enc.taken;
+		if (done < n) {
+			ck_assert_uint_lt(ev[done].tick, STALE_BELOW);
+			ev[done] = real[done];
+			++*stops;
+		}
+	}
+	ck_assert_uint_eq(written, n);
+	return len;
+}
+
+START_TEST(test_stops_before_slot_not_filled)
+{
+	/* Slot k holds an earlier lap's event (or zeros): hp_encode stops
+	 * before it, says where, and goes on from there once it is filled;
+	 * the stream is the one of the events as they are, whatever k, in
+	 * both of the fast path's ways. */
+	static const size_t ks[] = { 0, 1, 2, 63, 64, 101, 198, 199 };
+	struct hp_raw real[FILLED_EVENTS], ev[FILLED_EVENTS];
+	for (int mixed = 0; mixed < 2; mixed++) {
+		calls_from(real, FILLED_EVENTS, mixed);
+		for (size_t i = 0; i < NRAW(ks); i++) {
+			teardown();
+			setup();
+			enc.mixed = mixed;
+			enc.stale_below = STALE_BELOW;
+			memcpy(ev, real, sizeof(ev));
+			ev[ks[i]] = i % 2 ? (struct hp_raw){ 0, 0 } : (struct hp_raw){ 0x2000, 7 };
+			uint8_t out[hp_encode_bound(FILLED_EVENTS)];
+			size_t stops;
+			size_t len = encode_filling_late(ev, real, FILLED_EVENTS, out, &stops);
+			ck_assert_uint_eq(stops, 1);
+			ck_assert_int_eq(decode(out, len), FILLED_EVENTS);
+			for (size_t j = 0; j < FILLED_EVENTS; j++)
+				assert_ev(j, j & 1 ? HP_EV_EXIT : HP_EV_ENTER,
+					  real[j].addr & ~HP_RAW_EXIT, real[j].tick);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_older_tick_than_before_is_an_event)
+{
+	/* A hook whose tick was read before a signal handler's events comes
+	 * after them, older than the slot before it but not stale: encoded. */
+	static const struct hp_raw ev[] = { EN(0x1000, STALE_BELOW + 100), EN(0x2000, STALE_BELOW + 200),
+					    EX(0x2000, STALE_BELOW + 210), EN(0x3000, STALE_BELOW + 50) };
+	enc.stale_below = STALE_BELOW;
+	size_t len = encode(ev, NRAW(ev));
+	ck_assert_uint_eq(enc.taken, NRAW(ev));
+	ck_assert_uint_eq(enc.written, NRAW(ev));
+	ck_assert_int_eq(decode(buf, len), 4);
+	assert_ev(3, HP_EV_ENTER, 0x3000, STALE_BELOW + 50);
+}
+END_TEST
+
+START_TEST(test_min_stops_before_slot_not_filled)
+{
+	/* HOOKPROF_MIN's way too: the enter held back stays held. */
+	struct hp_raw real[FILLED_EVENTS], ev[FILLED_EVENTS];
+	calls_from(real, FILLED_EVENTS, 1);
+	memcpy(ev, real, sizeof(ev));
+	ev[57] = (struct hp_raw){ 0x2000, 7 };
+	hp_encode_set_min(100);
+	enc.stale_below = STALE_BELOW;
+	uint8_t out[hp_encode_bound(FILLED_EVENTS)];
+	ssize_t len = hp_encode(&dict, &enc, ev, FILLED_EVENTS, out);
+	ck_assert_int_ge(len, 0);
+	ck_assert_uint_eq(enc.taken, 57);
+	ck_assert(enc.has_pending); /* 56 is an enter: 57, its exit, decides */
+	ck_assert_uint_eq(enc.pending.addr, real[56].addr);
+}
+END_TEST
+
 START_TEST(test_min_drops_short_leaf)
 {
 	/* b lasts 10 ticks with no callee: dropped; c lasts 470: kept; a has callees */
@@ -1175,6 +1279,9 @@ static Suite *encode_suite(void)
 	tcase_add_test(core, test_min_pending_across_chunks);
 	tcase_add_test(core, test_min_flush_at_end);
 	tcase_add_test(core, test_nothing_slot_skipped);
+	tcase_add_test(core, test_stops_before_slot_not_filled);
+	tcase_add_test(core, test_older_tick_than_before_is_an_event);
+	tcase_add_test(core, test_min_stops_before_slot_not_filled);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);

@@ -433,6 +433,79 @@ START_TEST(test_chunks_become_events_records)
 }
 END_TEST
 
+/*
+ * A signal handler that interrupted a hook between its taking a slot and
+ * filling it filled the chunk up and published it: slot 50 still holds an
+ * earlier lap's event. A thread plays the hook, filling it 5 ms after the
+ * writer began (late = 1), or never (0).
+ */
+#define UNFILLED_AT 50
+
+struct late_fill {
+	struct hp_raw *slot;
+	uint64_t addr, tick;
+	volatile int go;
+};
+
+static void *fill_late(void *arg)
+{
+	struct late_fill *f = arg;
+	while (!f->go)
+		sched_yield();
+	usleep(5000);
+	hp_raw_fill(f->slot, f->addr, f->tick);
+	return NULL;
+}
+
+static int child_unfilled_slot(void *arg)
+{
+	int late = *(int *)arg;
+	CHILD_DO(writer_open(HP_MODE_STREAM));
+	/* long enough for the filler, however loaded the machine; short
+	 * enough when nobody fills */
+	hp_buffer_await_fill_ns = late ? 60ull * 1000 * 1000 * 1000 : 1000 * 1000;
+	struct hp_thread *t = hand_thread(0, FAKE_TID, "alpha");
+	TK_CHILD_TRUE(t != NULL);
+	t->chunk[0].stale_below = pat_tick(0, 0);
+	publish(t, 0, 100);
+	struct hp_raw *s = slot(t, 0);
+	struct late_fill f = { s + UNFILLED_AT, s[UNFILLED_AT].addr, s[UNFILLED_AT].tick, 0 };
+	s[UNFILLED_AT] = (struct hp_raw){ pat_addr(7), 7 }; /* an earlier lap's */
+	pthread_t filler;
+	if (late)
+		TK_CHILD_EQ(pthread_create(&filler, NULL, fill_late, &f), 0);
+	f.go = 1;
+	hp_writer_drain(t);
+	TK_CHILD_EQ(t->tail, 1);
+	if (late)
+		TK_CHILD_EQ(pthread_join(filler, NULL), 0);
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_slot_filled_late_is_waited_for)
+{
+	int late = 1;
+	run_ok(child_unfilled_slot, &late);
+	read_records();
+	ck_assert_str_eq(summary(ALL), "T0 E0:100 T0 END:100/0/1");
+	struct expect x;
+	analyze_pattern(&x);
+	ck_assert_uint_eq(A.events, 100);
+}
+END_TEST
+
+START_TEST(test_slot_never_filled_is_left_out)
+{
+	/* counted lost, as reason 5; the events around it are the pattern's */
+	int late = 0;
+	run_ok(child_unfilled_slot, &late);
+	read_records();
+	ck_assert_str_eq(summary(ALL), "T0 E0:99 T0 L0:5:1 END:99/1/1");
+	check_end_totals();
+}
+END_TEST
+
 /* The second chunk's slow path ran from its 3rd event to tick 5000000. */
 static int child_own_time(void *arg)
 {
@@ -1017,6 +1090,8 @@ static Suite *writer_suite(void)
 	tcase_add_test(limits, test_writer_thread_consumes);
 	tcase_add_test(limits, test_full_ring_owner_helps);
 	tcase_add_test(limits, test_finish_reports_write_failure);
+	tcase_add_test(limits, test_slot_filled_late_is_waited_for);
+	tcase_add_test(limits, test_slot_never_filled_is_left_out);
 	suite_add_tcase(s, limits);
 	return s;
 }
