@@ -207,6 +207,15 @@ static int events_record(struct pass *ps, const uint8_t *payload, uint32_t size,
 	return 0;
 }
 
+/* The last record was cut short (kill -9, or a trace still being
+ * written): what comes before it can be read. */
+static void suggest_partial(const struct hp_reader *r, char *err, size_t errlen)
+{
+	size_t len = strnlen(err, errlen);
+	if (hp_reader_cut_at(r) && len + 1 < errlen)
+		snprintf(err + len, errlen - len, "; --partial reads what comes before it");
+}
+
 static int read_all(struct pass *ps, struct hp_reader *r, int flags, char *err, size_t errlen)
 {
 	uint32_t type, size;
@@ -230,6 +239,8 @@ static int read_all(struct pass *ps, struct hp_reader *r, int flags, char *err, 
 		ps->a->cut_at = hp_reader_cut_at(r);
 		return 0;
 	}
+	if (rc < 0)
+		suggest_partial(r, err, errlen);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -474,6 +485,8 @@ static int summary_pass(struct hp_analysis *a, struct scan *sc, int flags,
 		a->cut_at = hp_reader_cut_at(r);
 		rc = 0;
 	}
+	if (rc < 0)
+		suggest_partial(r, err, errlen);
 	hp_reader_close(r);
 	return rc < 0 || bad ? -1 : 0;
 }

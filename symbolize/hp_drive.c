@@ -196,6 +196,10 @@ static int set_time(struct hp_filter *f, const char *arg, char *err, size_t errl
 int hp_filter_set(struct hp_filter *f, const char *opt, const char *arg, char *err, size_t errlen)
 {
 	if (!strcmp(opt, "thread")) {
+		if (!*arg) { /* no thread is named "" */
+			snprintf(err, errlen, "--thread=: want a thread's id or name");
+			return -1;
+		}
 		f->thread = arg;
 	} else if (!strcmp(opt, "depth")) {
 		char *end;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,7 @@ struct cmdline {
 	const char *format;
 	const char *output;
 	int output_regular; /* opened as a regular file: removed if the run fails */
+	int output_linked;  /* and it has other hard links: emptied instead */
 	char *tmp;          /* written there, renamed to target once whole */
 	char *target;
 	int partial;
@@ -189,10 +191,34 @@ static int split_operands(struct cmdline *c, const struct hp_view_ops *ops, char
  * temporary name beside it and renamed over it once whole: a run that fails
  * leaves what was there, and a link is followed, not replaced by a file. A
  * FIFO or a device is written as named and never removed. Where no
- * temporary file can be made (a directory we cannot write), or the file is
- * another user's, the file itself is written, and removed if the run
- * fails, as long as it is no link.
+ * temporary file can be made (a directory we cannot write), the file is
+ * another user's, or it has other hard links (a rename would part it from
+ * them), the file itself is written, and removed if the run fails, as long
+ * as it is no link of either kind (one with hard links is emptied).
  */
+
+/* The temporary file, while it is written: a Ctrl-C or kill takes it along. */
+static const char *volatile tmp_being_written;
+
+static void remove_tmp_and_die(int sig)
+{
+	const char *tmp = tmp_being_written;
+	if (tmp)
+		unlink(tmp);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void remove_tmp_on_signals(const char *tmp)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	tmp_being_written = tmp;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction sa = { .sa_handler = tmp ? remove_tmp_and_die : SIG_DFL };
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 static FILE *open_direct(struct cmdline *c, char *err, size_t errlen)
 {
 	FILE *f = fopen(c->output, "w");
@@ -201,6 +227,7 @@ static FILE *open_direct(struct cmdline *c, char *err, size_t errlen)
 	struct stat st;
 	c->output_regular = f && !fstat(fileno(f), &st) && S_ISREG(st.st_mode) &&
 			    hp_path_is_regular(c->output);
+	c->output_linked = c->output_regular && st.st_nlink > 1;
 	return f;
 }
 
@@ -223,7 +250,7 @@ static FILE *open_output(struct cmdline *c, const struct hp_view_ops *ops, char 
 	/* A FIFO, a device; a dangling link; another's file, which we could not
 	 * give back its owner, nor replace in a sticky directory (/tmp). */
 	if ((exists && !S_ISREG(st.st_mode)) || (!exists && !lstat(c->output, &lst)) ||
-	    (exists && st.st_uid != geteuid() && geteuid() != 0))
+	    (exists && st.st_uid != geteuid() && geteuid() != 0) || (exists && st.st_nlink > 1))
 		return open_direct(c, err, errlen);
 	c->target = exists ? realpath(c->output, NULL) : strdup(c->output);
 	const char *slash = c->target ? strrchr(c->target, '/') : NULL;
@@ -242,6 +269,7 @@ static FILE *open_output(struct cmdline *c, const struct hp_view_ops *ops, char 
 			/* only root may give a file away: it stays ours */
 		}
 		fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask);
+		remove_tmp_on_signals(c->tmp);
 	} else {
 		if (fd >= 0) {
 			close(fd);
@@ -262,12 +290,16 @@ static int close_output(FILE *out, struct cmdline *c, int failed, char *err, siz
 		bad = 1;
 	if (bad && !failed)
 		snprintf(err, errlen, "%s: could not be written", c->output ? c->output : "standard output");
+	if (c->tmp)
+		remove_tmp_on_signals(NULL); /* before it gets its name */
 	if (c->tmp && !bad && !failed && rename(c->tmp, c->target)) {
 		snprintf(err, errlen, "%s: %s", c->output, strerror(errno));
 		bad = 1;
 	}
 	if (c->tmp && (bad || failed))
 		unlink(c->tmp); /* what was there stays */
+	else if ((bad || failed) && c->output_linked)
+		truncate(c->output, 0); /* its other names keep no half file */
 	else if ((bad || failed) && c->output_regular)
 		unlink(c->output); /* no half file left that looks whole */
 	free(c->tmp);

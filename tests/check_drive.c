@@ -584,6 +584,7 @@ END_TEST
 START_TEST(test_bad_filters_refused)
 {
 	struct hp_filter f = { 0 };
+	ck_assert_int_eq(hp_filter_set(&f, "thread", "", err, sizeof(err)), -1);
 	ck_assert_int_eq(hp_filter_set(&f, "depth", "0", err, sizeof(err)), -1);
 	ck_assert_int_eq(hp_filter_set(&f, "depth", "x", err, sizeof(err)), -1);
 	ck_assert_int_eq(hp_filter_set(&f, "min", "2 parsecs", err, sizeof(err)), -1);

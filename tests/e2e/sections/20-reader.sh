@@ -98,6 +98,8 @@ if [ -s "$TRACE" ]; then
 	check "a cut trace without --partial: refused in one line, nothing on stdout" \
 		"status $rc, $(brief "$CUT/err")" \
 		[ $rc = 1 -a ! -s "$CUT/out.csv" -a "$(wc -l <"$CUT/err")" = 1 ]
+	check "a cut trace without --partial: the line says --partial reads what comes before the cut" \
+		"$(brief "$CUT/err")" grep -q -- "runs past the end); --partial reads what comes before it" "$CUT/err"
 	"$HP" info "$CUT/t.hookprof" >"$CUT/info" 2>"$CUT/err"
 	rc=$?
 	check "info on a cut trace says where it was cut" "status $rc, $(brief "$CUT/info") $(brief "$CUT/err")" \

@@ -63,6 +63,10 @@ done
 rc=$?
 check "report --depth=0: a usage error in one line" "status $rc, $(brief "$FD/bad.err")" \
 	[ $rc = 2 -a "$(wc -l <"$FD/bad.err")" = 1 ]
+"$HP" report --thread= "$NT" >/dev/null 2>"$FD/bad.err"
+rc=$?
+check "report --thread= (empty): a usage error in one line" "status $rc, $(brief "$FD/bad.err")" \
+	[ $rc = 2 -a "$(wc -l <"$FD/bad.err")" = 1 ]
 
 # The source column: FILE:LINE of the function's start.
 if report "report: the source column" "$NT"; then
