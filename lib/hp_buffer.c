@@ -1383,7 +1383,7 @@ static size_t copy_filled(struct hp_raw *to, const struct hp_raw *from, size_t n
 		uint64_t tick = __atomic_load_n(&from[i].tick, __ATOMIC_ACQUIRE);
 		if (tick < stale_below)
 			continue;
-		to[copied].addr = from[i].addr;
+		to[copied].addr = __atomic_load_n(&from[i].addr, __ATOMIC_RELAXED);
 		to[copied++].tick = tick;
 	}
 	return copied;

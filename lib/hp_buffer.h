@@ -222,7 +222,8 @@ static inline struct hp_raw *hp_take_slot(struct hp_raw **end)
 /* Stores one event in a slot taken from pos (the hook, and the slow path). */
 static inline void hp_raw_fill(struct hp_raw *e, uint64_t addr, uint64_t tick)
 {
-	e->addr = addr;
+	/* Atomic: a consumer may read a slot filled late (hp_chunk_meta). */
+	__atomic_store_n(&e->addr, addr, __ATOMIC_RELAXED);
 	/* Release: the address is stored before the tick, so that a final
 	 * flush on another thread that finds a fresh tick in the newest slot
 	 * finds the address too (hp_buffer_snapshot_partial). */

@@ -287,6 +287,14 @@ static void stop_at(struct hp_enc_stream *s, size_t i, size_t n)
 	s->written -= n - i;
 }
 
+/* The tick first, acquire: a slot filled late (hp_buffer.h, hp_chunk_meta)
+ * is read whole once its tick is fresh, for the hook stores it last. */
+static inline struct hp_raw read_slot(const struct hp_raw *e)
+{
+	uint64_t tick = __atomic_load_n(&e->tick, __ATOMIC_ACQUIRE);
+	return (struct hp_raw){ .addr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED), .tick = tick };
+}
+
 /* An exit's long form for a delta in [0x80, FAST_DELTA / 2): 0x40 and the
  * two-byte varint of the zigzagged delta (2 * delta), 3 bytes. */
 static inline uint64_t exit_long_word(uint64_t delta)
@@ -335,7 +343,8 @@ encode_run(struct hp_dict *d, struct hp_enc_stream *s, const struct hp_raw *ev, 
 	 * bytes + 1 (with a one-byte delta) */
 	uint64_t last_addr = HP_RAW_EXIT, last_op = 0, last_bits = 0, last_len = 0;
 	for (const struct hp_raw *e = ev, *end = ev + n; e < end; e++) {
-		uint64_t raw = e->addr, tick = e->tick;
+		struct hp_raw slot = read_slot(e);
+		uint64_t raw = slot.addr, tick = slot.tick;
 		uint64_t delta = tick - last, len;
 		if ((int64_t)raw < 0) {
 			if (unlikely(raw != frames[depth]))
@@ -452,14 +461,15 @@ static ssize_t encode_min(struct hp_dict *d, struct hp_enc_stream *s,
 	uint64_t written = 0;
 	size_t i;
 	for (i = 0; i < n; i++) {
-		if (ev[i].tick < s->stale_below)
+		struct hp_raw e = read_slot(&ev[i]);
+		if (e.tick < s->stale_below)
 			break;
-		if (ev[i].addr == HP_RAW_NOTHING)
+		if (e.addr == HP_RAW_NOTHING)
 			continue;
-		if (short_call(s, &ev[i])) {
+		if (short_call(s, &e)) {
 			s->has_pending = 0;
 			s->min_calls++;
-			s->min_ticks += ev[i].tick - s->pending.tick;
+			s->min_ticks += e.tick - s->pending.tick;
 			continue;
 		}
 		ssize_t len = hp_encode_flush(d, s, p);
@@ -467,12 +477,12 @@ static ssize_t encode_min(struct hp_dict *d, struct hp_enc_stream *s,
 			return -1;
 		p += len;
 		written += s->written;
-		if (!(ev[i].addr & (HP_RAW_EXIT | HP_RAW_CONTROL))) {
-			s->pending = ev[i];
+		if (!(e.addr & (HP_RAW_EXIT | HP_RAW_CONTROL))) {
+			s->pending = e;
 			s->has_pending = 1;
 			continue;
 		}
-		if ((len = encode_all(d, s, &ev[i], 1, p)) < 0)
+		if ((len = encode_all(d, s, &e, 1, p)) < 0)
 			return -1;
 		p += len;
 		written += s->written;

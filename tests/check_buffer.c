@@ -2040,17 +2040,14 @@ static Suite *buffer_suite(void)
 	tcase_add_test(core, test_fork_beside_many_threads_full_chunks);
 #ifdef __SANITIZE_THREAD__
 	/* A child that starts threads after a fork with threads: TSan cannot
-	 * ("dup thread with used id"). The signal flood meets the race
-	 * docs/testing.md describes (a hook's slot filled after a handler
-	 * published its chunk), as the e2e sigtimer runs do, skipped there too. */
-	printf("skip - check_buffer test_fork_deep_inherits_into_a_smaller_ring, "
-	       "test_*_switch_holds_handlers (under thread: threads started after a fork with "
-	       "threads; the late-filled slot race of docs/testing.md)\n");
+	 * ("dup thread with used id"). */
+	printf("skip - check_buffer test_fork_deep_inherits_into_a_smaller_ring "
+	       "(under thread: threads started after a fork with threads)\n");
 #else
 	tcase_add_test(core, test_fork_deep_inherits_into_a_smaller_ring);
+#endif
 	tcase_add_test(core, test_small_chunk_switch_holds_handlers);
 	tcase_add_test(core, test_largest_chunk_switch_holds_handlers);
-#endif
 	tcase_add_test(core, test_small_chunk_ring_grows_to_the_buffer);
 	tcase_add_test(core, test_take_oldest_first);
 	tcase_add_test(core, test_take_wraps_around);

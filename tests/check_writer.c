@@ -444,13 +444,13 @@ END_TEST
 struct late_fill {
 	struct hp_raw *slot;
 	uint64_t addr, tick;
-	volatile int go;
+	int go;
 };
 
 static void *fill_late(void *arg)
 {
 	struct late_fill *f = arg;
-	while (!f->go)
+	while (!__atomic_load_n(&f->go, __ATOMIC_ACQUIRE))
 		sched_yield();
 	usleep(5000);
 	hp_raw_fill(f->slot, f->addr, f->tick);
@@ -474,7 +474,7 @@ static int child_unfilled_slot(void *arg)
 	pthread_t filler;
 	if (late)
 		TK_CHILD_EQ(pthread_create(&filler, NULL, fill_late, &f), 0);
-	f.go = 1;
+	__atomic_store_n(&f.go, 1, __ATOMIC_RELEASE);
 	hp_writer_drain(t);
 	TK_CHILD_EQ(t->tail, 1);
 	if (late)
