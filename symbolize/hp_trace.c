@@ -618,10 +618,11 @@ static int parse_thread(struct hp_trace_info *info, struct cursor *c)
 static int parse_lost(struct hp_trace_info *info, struct cursor *c)
 {
 	uint32_t stream = take32(c);
-	take32(c); /* reason: the report shows the total */
+	uint32_t reason = take32(c);
 	uint64_t count = take64(c);
 	if (c->bad)
 		return -1;
+	info->lost_by_reason[reason <= HP_LOST_UNFILLED ? reason : 0] += count;
 	if (stream == HP_STREAM_NONE) {
 		info->lost_global += count;
 		return 0;

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hp_format.h"
+
 struct hp_segment {
 	uint64_t start; /* run-time address */
 	uint64_t size;
@@ -106,6 +108,9 @@ struct hp_trace_info {
 	uint64_t ahead_tick[2], ahead_ns[2];
 	int nahead;
 	uint64_t lost_global;
+	/* Every LOST record's count by its reason (HP_LOST_*); [0]: a reason
+	 * this reader does not know. */
+	uint64_t lost_by_reason[HP_LOST_UNFILLED + 1];
 	int has_end;
 	uint64_t end_events, end_lost;
 	uint32_t stream_limit; /* stream ids from here on are corrupt; 0: HP_STREAMS_MAX */

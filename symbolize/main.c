@@ -130,7 +130,7 @@ static const char report_help[] =
 static const char info_help[] =
 	"usage: hookprof info [TRACE|DIR...]\n"
 	"  what each trace holds: program, clock and its resolution, buffer, threads and their\n"
-	"  root stacks, events and losses, modules, and the backtrace of a fatal signal; no\n"
+	"  root stacks, events and losses (and why), modules, and the backtrace of a fatal signal; no\n"
 	"  TRACE: the newest *.hookprof here. Reads a trace with no end record too.\n"
 	"  -h, --help            this text\n";
 
@@ -920,6 +920,24 @@ static void print_hook_cost(const struct hp_analysis *a)
 		printf("hooks:    cost not measured in this trace: times include it\n");
 }
 
+
+/* Why events were lost, in threads and outside: a line per reason. */
+static void print_loss_reasons(const struct hp_trace_info *in)
+{
+	static const char *const why[] = {
+		[0] = "for a reason this hookprof does not know",
+		[HP_LOST_RING] = "overwritten by ring mode",
+		[HP_LOST_REENTRY] = "raised inside hookprof's own code (an instrumented function it "
+				    "called; a signal handler's beyond 64 while it switched chunks)",
+		[HP_LOST_NO_BUFFER] = "no buffer could be mapped",
+		[HP_LOST_LATE] = "after the final flush",
+		[HP_LOST_UNFILLED] = "a slot never filled (a signal handler that interrupted the hook "
+				     "did not return in time, or jumped away)",
+	};
+	for (size_t r = 0; r < sizeof(why) / sizeof(why[0]); r++)
+		if (in->lost_by_reason[r])
+			printf("          %llu %s\n", (unsigned long long)in->lost_by_reason[r], why[r]);
+}
 static void print_buffer(const struct hp_trace_info *in)
 {
 	uint64_t b = in->buffer_bytes;
@@ -969,7 +987,12 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 		printf("events:   %llu (%u functions)\n", (unsigned long long)a->events, a->funcs.n);
 	else
 		printf("events:   %llu\n", (unsigned long long)a->events);
-	printf("lost:     %llu outside threads\n", (unsigned long long)in->lost_global);
+	uint64_t lost_in_threads = 0;
+	for (size_t i = 0; i < in->nstreams; i++)
+		lost_in_threads += in->streams[i].lost;
+	printf("lost:     %llu outside threads, %llu in threads\n", (unsigned long long)in->lost_global,
+	       (unsigned long long)lost_in_threads);
+	print_loss_reasons(in);
 	print_filters(a);
 	if (a->cut_at)
 		printf("complete: no (cut at byte %llu: an incomplete record, left out)\n",

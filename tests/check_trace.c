@@ -514,21 +514,25 @@ START_TEST(test_threads_lost_end)
 	tk_thread_rec(&file, 3, 4711, "worker");
 	tk_thread_rec(&file, 3, 4711, "renamed"); /* the newest wins */
 	static const struct { uint32_t stream, reason; uint64_t n; } lost[] = {
-		{ 3, 1, 10 }, { 3, 2, 5 }, { 0xffffffffu, 4, 7 }, { 0xffffffffu, 3, 1 }
+		{ 3, 1, 10 }, { 3, 2, 5 }, { 0xffffffffu, 4, 7 }, { 0xffffffffu, 3, 1 },
+		{ 3, 5, 4 }, { 0xffffffffu, 9, 2 } /* a reason of a later version */
 	};
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]); i++)
 		tk_lost_rec(&file, lost[i].stream, lost[i].reason, lost[i].n);
-	tk_end_rec(&file, 0, 23, 1);
+	tk_end_rec(&file, 0, 29, 1);
 	save(&file);
 	ck_assert_int_eq(read_trace(NULL, NULL), 0);
 	ck_assert_uint_ge(info.nstreams, 4);
 	ck_assert_int_eq(info.streams[3].seen, 1);
 	ck_assert_uint_eq(info.streams[3].tid, 4711);
 	ck_assert_str_eq(info.streams[3].name, "renamed");
-	ck_assert_uint_eq(info.streams[3].lost, 15);
+	ck_assert_uint_eq(info.streams[3].lost, 19);
 	ck_assert_int_eq(info.streams[0].seen, 0);
-	ck_assert_uint_eq(info.lost_global, 8);
-	ck_assert_uint_eq(info.end_lost, 23);
+	ck_assert_uint_eq(info.lost_global, 10);
+	ck_assert_uint_eq(info.end_lost, 29);
+	static const uint64_t by_reason[] = { 2, 10, 5, 1, 7, 4 };
+	for (size_t r = 0; r < sizeof(by_reason) / sizeof(by_reason[0]); r++)
+		ck_assert_uint_eq(info.lost_by_reason[r], by_reason[r]);
 	struct hp_timebase tb;
 	ck_assert_int_eq(hp_trace_timebase(&info, &tb), 0);
 	ck_assert_double_eq(tb.ns_per_tick, 1.0);

@@ -136,6 +136,8 @@ else
 		[ -n "$failed" ] && [ "$failed" -ge 1 -a "$failed" -le 20 ]
 	check "$label: every event counted lost (243786)" "$("$HP" info "$TRACE" 2>&1 | grep -i lost | tr '\n' '|')" \
 		sh -c '"$1" info "$2" 2>/dev/null | grep -Eq "^lost: +243786 "' sh "$HP" "$TRACE"
+	check "$label: info says why: no buffer could be mapped" "$("$HP" info "$TRACE" 2>&1 | grep -i -A2 lost | tr '\n' '|')" \
+		sh -c '"$1" info "$2" 2>/dev/null | grep -Eq "^ +243786 no buffer could be mapped$"' sh "$HP" "$TRACE"
 fi
 
 for dev in /dev/null /dev/full; do
