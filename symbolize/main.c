@@ -130,8 +130,8 @@ static const char report_help[] =
 static const char info_help[] =
 	"usage: hookprof info [TRACE|DIR...]\n"
 	"  what each trace holds: program, clock and its resolution, buffer, threads and their\n"
-	"  root stacks, events and losses (and why), modules, and the backtrace of a fatal signal; no\n"
-	"  TRACE: the newest *.hookprof here. Reads a trace with no end record too.\n"
+	"  root stacks, events and losses (and why), modules, and the backtrace of a fatal\n"
+	"  signal; no TRACE: the newest *.hookprof here. Reads a trace with no end record too.\n"
 	"  -h, --help            this text\n";
 
 static const char dump_help[] =
