@@ -1317,19 +1317,25 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct 
 }
 
 /* A hook interrupted between taking its slot and filling it goes on when
- * its handler returns, in microseconds: long past that, it is not going to
- * (the handler jumped away, or is blocked). */
-uint64_t hp_buffer_await_fill_ns = 20 * 1000 * 1000;
+ * its handler returns, in microseconds, or a few time slices if the owner
+ * was preempted: long past that, it is not going to (the handler jumped
+ * away, or is blocked). An owner that publishes chunks meanwhile is
+ * running: if the slot is still not filled after 2 of them, its handler
+ * jumped away (the hook would have filled it first thing on return). */
+uint64_t hp_buffer_await_fill_ns = 1000 * 1000 * 1000;
 #define AWAIT_FILL_POLL_US 50u
+#define AWAIT_FILL_CHUNKS 2u
 
-/* Could anybody fill a slot of t while this thread waits for it? */
-static int fill_may_come(struct hp_thread *t)
+/* Could anybody fill a slot of t while this thread waits for it, since
+ * the owner had published head_then chunks? */
+static int fill_may_come(struct hp_thread *t, uint32_t head_then)
 {
-	/* Relaxed: a hint; the slot itself is read with acquire. An owner that
+	/* Relaxed: hints; the slot itself is read with acquire. An owner that
 	 * waits for the consumer, or has exited, is not in its handler. */
 	return !__atomic_load_n(&t->waiting, __ATOMIC_RELAXED) &&
 	       !__atomic_load_n(&t->exited, __ATOMIC_RELAXED) &&
-	       !__atomic_load_n(&stopping_tid, __ATOMIC_RELAXED);
+	       !__atomic_load_n(&stopping_tid, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&t->head, __ATOMIC_RELAXED) - head_then < AWAIT_FILL_CHUNKS;
 }
 
 static int filled(const struct hp_raw *e, uint64_t stale_below)
@@ -1346,8 +1352,9 @@ int hp_buffer_await_fill(struct hp_thread *t, const struct hp_raw *e, uint64_t s
 	if (buffer_mode == HP_MODE_RING || hp_tls.thread == t)
 		return filled(e, stale_below);
 	uint64_t since = hp_clock_ns();
+	uint32_t head_then = __atomic_load_n(&t->head, __ATOMIC_RELAXED);
 	while (!filled(e, stale_below)) {
-		if (!fill_may_come(t) || hp_clock_ns() - since > hp_buffer_await_fill_ns)
+		if (!fill_may_come(t, head_then) || hp_clock_ns() - since > hp_buffer_await_fill_ns)
 			return filled(e, stale_below);
 		hp_sleep_us(AWAIT_FILL_POLL_US);
 	}

@@ -322,14 +322,15 @@ size_t hp_buffer_take(struct hp_thread *t, struct hp_raw *scratch, const struct 
 		      uint32_t *seq, struct hp_chunk_meta *meta) HP_HIDDEN;
 void hp_buffer_release(struct hp_thread *t, uint32_t seq) HP_HIDDEN;
 /* e, a slot of a chunk taken, holds a tick below its stale_below: the
- * owner took it and has not filled it yet. Waits a bounded time for it
- * to be filled, unless nobody can fill it meanwhile (this is its owner,
- * the owner waits for the consumer or is gone, the events are a copy:
- * ring mode); 1 if it was. Left out otherwise: its hook was interrupted
- * by a handler that has not returned in time, or never will (it jumped
- * away: then the hook never ran on, and there is no event to miss). */
+ * owner took it and has not filled it yet. Waits for it to be filled,
+ * unless nobody can fill it meanwhile (this is its owner, the owner waits
+ * for the consumer or is gone, the events are a copy: ring mode), or the
+ * owner published 2 more chunks meanwhile, or a second passed; 1 if it
+ * was. Left out otherwise: its hook was interrupted by a handler that
+ * never returned to it (it jumped away: then the hook never ran on, and
+ * there is no event to miss), or has not in time. */
 int hp_buffer_await_fill(struct hp_thread *t, const struct hp_raw *e, uint64_t stale_below) HP_HIDDEN;
-/* How long it waits (20 ms; tests). */
+/* How long it waits at most (1 s; tests). */
 extern uint64_t hp_buffer_await_fill_ns HP_HIDDEN;
 /* Copies the events of a live thread's unpublished chunk (final flush
  * only), but for the slots taken and not filled yet; its own time is not

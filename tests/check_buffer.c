@@ -1826,6 +1826,17 @@ START_TEST(test_snapshot_partial_skips_slot_being_filled)
 }
 END_TEST
 
+/* The owner's publishes, as far as head tells, 5 ms apart. */
+static void *publish_two_later(void *arg)
+{
+	struct hp_thread *t = arg;
+	for (int i = 0; i < 2; i++) {
+		usleep(5000);
+		__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
 START_TEST(test_await_fill_when_nobody_can_fill)
 {
 	/* A slot not filled yet is waited for only if its hook may run on
@@ -1844,6 +1855,14 @@ START_TEST(test_await_fill_when_nobody_can_fill)
 	T->waiting = 0;
 	T->exited = 1;
 	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(50)), 0);
+	/* An owner that publishes 2 chunks meanwhile runs: its handler jumped
+	 * away from the hook. */
+	T->exited = 0;
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, publish_two_later, T), 0);
+	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(50)), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_uint_eq(T->head, 2);
 }
 END_TEST
 
