@@ -120,7 +120,8 @@ static void print_header(FILE *out, const struct hp_analysis *a)
 		(unsigned long long)a->events, (unsigned long long)lost, secs,
 		a->partial ? ", incomplete (no end record)" : "");
 	if (lost)
-		fprintf(out, "# %llu events were not recorded: times of the functions around them are approximate\n",
+		fprintf(out, "# %llu events were not recorded: times of the functions around them are "
+			     "approximate (hookprof info says why)\n",
 			(unsigned long long)lost);
 }
 
