@@ -128,12 +128,19 @@ static void arm_end(struct hp_thread *t)
 	hp_tls.end = hook_fills() ? chunk_end(t) : NULL;
 }
 
+/* Atomic: a final flush's snapshot of the chunk being filled reads it
+ * (its previous publication), while the owner may be publishing it. */
+static uint64_t published_at(const struct hp_chunk_meta *m)
+{
+	return __atomic_load_n(&m->published_at, __ATOMIC_RELAXED);
+}
+
 static void use_chunk(struct hp_thread *t, int arm)
 {
 	struct hp_chunk_meta *m = &t->chunk[slot_of(t, t->head)];
 	hp_tls.pos = chunk_base(t, t->head);
 	m->own.tick = 0;
-	m->stale_below = m->published_at + 1;
+	m->stale_below = published_at(m) + 1;
 	if (arm)
 		arm_end(t);
 }
@@ -329,7 +336,7 @@ static void publish(struct hp_thread *t)
 	m->len = (uint32_t)(hp_tls.pos - start);
 	/* After every tick its events hold, or will: each was read before
 	 * its slot was taken. */
-	m->published_at = hp_tick();
+	__atomic_store_n(&m->published_at, hp_tick(), __ATOMIC_RELAXED);
 	/* Release: the chunk's events and length are visible before the new head. */
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
 	/* Waking the writer costs two system calls: do it once a quarter of
@@ -1326,14 +1333,24 @@ uint64_t hp_buffer_await_fill_ns = 1000 * 1000 * 1000;
 #define AWAIT_FILL_POLL_US 50u
 #define AWAIT_FILL_CHUNKS 2u
 
+/* The owner sleeps for a free chunk, and none is free: it waits for this
+ * consumer. Its waiting flag alone says too much: a release woke it, and
+ * it clears the flag only once it runs again (then returns from its
+ * handler and fills the slot). Relaxed: hints, as below. */
+static int waits_for_consumer(struct hp_thread *t)
+{
+	return __atomic_load_n(&t->waiting, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&t->head, __ATOMIC_RELAXED) - __atomic_load_n(&t->tail, __ATOMIC_RELAXED) >=
+		       __atomic_load_n(&t->nchunks, __ATOMIC_RELAXED);
+}
+
 /* Could anybody fill a slot of t while this thread waits for it, since
  * the owner had published head_then chunks? */
 static int fill_may_come(struct hp_thread *t, uint32_t head_then)
 {
 	/* Relaxed: hints; the slot itself is read with acquire. An owner that
-	 * waits for the consumer, or has exited, is not in its handler. */
-	return !__atomic_load_n(&t->waiting, __ATOMIC_RELAXED) &&
-	       !__atomic_load_n(&t->exited, __ATOMIC_RELAXED) &&
+	 * waits for this consumer, or has exited, is not in its handler. */
+	return !waits_for_consumer(t) && !__atomic_load_n(&t->exited, __ATOMIC_RELAXED) &&
 	       !__atomic_load_n(&stopping_tid, __ATOMIC_RELAXED) &&
 	       __atomic_load_n(&t->head, __ATOMIC_RELAXED) - head_then < AWAIT_FILL_CHUNKS;
 }
@@ -1359,6 +1376,11 @@ int hp_buffer_await_fill(struct hp_thread *t, const struct hp_raw *e, uint64_t s
 		hp_sleep_us(AWAIT_FILL_POLL_US);
 	}
 	return 1;
+}
+
+int hp_buffer_filled_after_return(const struct hp_thread *t)
+{
+	return buffer_mode == HP_MODE_STREAM && hp_tls.thread == t && hp_buffer_client.threaded();
 }
 
 void hp_buffer_release(struct hp_thread *t, uint32_t seq)
@@ -1418,8 +1440,11 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 		 * slow path yet (or is parking there): the chunk is full. */
 		pos = within_chunk(t, pos, start + t->chunk_events);
 		if (pos > start && pos <= start + t->chunk_events) {
+			/* Not its stale_below, which the owner sets only after
+			 * it publishes head - 1 (no order with our acquire of
+			 * head): the same bound, set long before. */
 			n = copy_filled(scratch, start, (size_t)(pos - start),
-					t->chunk[slot_of(t, head)].stale_below);
+					published_at(&t->chunk[slot_of(t, head)]) + 1);
 			*seq = head;
 		}
 		/* Published meanwhile: the consumer takes it whole instead. The

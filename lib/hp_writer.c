@@ -196,11 +196,19 @@ static void thread_lost_records(struct hp_thread *t)
 	lost_in_threads += ring + reentry + unfilled;
 }
 
-/* ev[0..n) of t's stream at *q (hp_encode), the events written counted
- * in *written. A slot not filled yet is waited for, or left out and
- * counted (hp_buffer_await_fill). -1: out of memory. */
+/* The final flush: no chunk is left to a later pass. */
+static int finishing;
+
+/*
+ * ev[0..n) of t's stream, from event `from` of its chunk, at *q
+ * (hp_encode), the events written counted in *written. A slot not filled
+ * yet is waited for, or left out and counted (hp_buffer_await_fill); 1:
+ * the encoding stopped before it, to go on from there at a later pass
+ * (st->resume_at: the owner itself, whose hook it is, drains its ring in
+ * the handler that interrupted that hook). -1: out of memory.
+ */
 static int encode_filled(struct hp_thread *t, struct hp_writer_stream *st, const struct hp_raw *ev,
-			 size_t n, uint8_t **q, uint64_t *written)
+			 size_t n, size_t from, uint8_t **q, uint64_t *written)
 {
 	for (;;) {
 		ssize_t len = hp_encode(&dict, &st->enc, ev, n, *q);
@@ -211,25 +219,29 @@ static int encode_filled(struct hp_thread *t, struct hp_writer_stream *st, const
 		size_t at = st->enc.taken;
 		if (at == n)
 			return 0;
+		if (!finishing && hp_buffer_filled_after_return(t)) {
+			st->resume_at = (uint32_t)(from + at);
+			return 1;
+		}
 		if (!hp_buffer_await_fill(t, &ev[at], st->enc.stale_below)) {
 			st->unfilled++;
 			at++;
 		}
 		ev += at;
 		n -= at;
+		from += at;
 	}
 }
 
 /* encode_filled; own: and then an enter MIN holds back, and hookprof's
  * own time at tick. */
 static int encode_part(struct hp_thread *t, struct hp_writer_stream *st, const struct hp_raw *ev,
-		       size_t n, uint64_t own, uint8_t **q, uint64_t *written)
+		       size_t n, size_t from, uint64_t own, uint8_t **q, uint64_t *written)
 {
 	struct hp_enc_stream *enc = &st->enc;
-	if (encode_filled(t, st, ev, n, q, written) < 0)
-		return -1;
-	if (!own)
-		return 0;
+	int rc = encode_filled(t, st, ev + from, n - from, from, q, written);
+	if (rc || !own)
+		return rc;
 	ssize_t len;
 	if ((len = hp_encode_flush(&dict, enc, *q)) < 0)
 		return -1;
@@ -246,16 +258,18 @@ static void out_of_memory(void)
 }
 
 /* meta: the chunk's (hp_buffer_take): its own time and the ticks of
- * slots not filled yet; or NULL (a snapshot: none of either). */
-static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint32_t seq,
-			 const struct hp_chunk_meta *meta)
+ * slots not filled yet; or NULL (a snapshot: none of either). 0 if the
+ * chunk is to be taken again, its encoding left at a slot not filled yet
+ * (encode_filled); 1 once it is written, or given up (out of memory). */
+static int encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n, uint32_t seq,
+			const struct hp_chunk_meta *meta)
 {
 	if (broken)
-		return;
+		return 1;
 	struct hp_writer_stream *st = stream(t);
 	if (!st) {
 		out_of_memory();
-		return;
+		return 1;
 	}
 	if (!st->announced) {
 		thread_record(t, t->name);
@@ -268,9 +282,12 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 	hp_strings_write_new();
 	uint8_t *q = hp_records_events_begin(1 + hp_encode_bound(n + 2) + HP_ENCODE_OWN_BOUND);
 	if (!q)
-		return;
+		return 1;
+	uint8_t *start = q;
 	uint64_t written = 0;
 	ssize_t len = 0;
+	size_t from = seq == st->next_seq ? st->resume_at : 0;
+	st->resume_at = 0;
 	if (seq != st->next_seq) {
 		/* An enter held back happened before the gap. */
 		len = hp_encode_flush(&dict, &st->enc, q);
@@ -278,18 +295,27 @@ static void encode_chunk(struct hp_thread *t, const struct hp_raw *ev, size_t n,
 		q += len > 0 ? len : 0;
 		q += hp_encode_reset(&st->enc, q);
 	}
-	/* The slow path's own time goes after the events it put in. */
+	/* The slow path's own time goes after the events it put in; written
+	 * already if the chunk was left past them. */
 	uint64_t own = meta && meta->own.tick && meta->own.at <= n ? meta->own.tick : 0;
 	size_t at = own ? meta->own.at : n;
+	if (from >= at)
+		own = 0;
 	st->enc.stale_below = meta ? meta->stale_below : 0;
-	if (len < 0 || encode_part(t, st, ev, at, own, &q, &written) ||
-	    encode_part(t, st, ev + at, n - at, 0, &q, &written)) {
+	int rc = len < 0 ? -1 : encode_part(t, st, ev, at, from < at ? from : at, own, &q, &written);
+	if (!rc)
+		rc = encode_part(t, st, ev, n, from > at ? from : at, 0, &q, &written);
+	if (rc < 0) {
 		out_of_memory();
-		return;
+		return 1;
 	}
-	hp_records_events_end(q, t->stream, (uint32_t)written);
-	st->next_seq = seq + 1;
+	if (q != start) /* nothing, if left at its first slot: no state changed */
+		hp_records_events_end(q, t->stream, (uint32_t)written);
 	events_written += written;
+	if (rc)
+		return 0;
+	st->next_seq = seq + 1;
+	return 1;
 }
 
 /* The stream's last event, if the encoder held it back (HOOKPROF_MIN). */
@@ -317,7 +343,8 @@ static int drain_published(struct hp_thread *t)
 	size_t n;
 	int worked = 0;
 	while ((n = hp_buffer_take(t, scratch, &ev, &seq, &meta))) {
-		encode_chunk(t, ev, n, seq, &meta);
+		if (!encode_chunk(t, ev, n, seq, &meta))
+			break; /* the writer thread takes it again, and waits for its slot */
 		hp_buffer_release(t, seq);
 		worked = 1;
 	}
@@ -690,6 +717,7 @@ int hp_writer_finish(int in_signal)
 			hp_output_path());
 		return -1;
 	}
+	finishing = 1;
 	struct hp_thread *next;
 	for (struct hp_thread *t = first_thread(); t; t = next) {
 		next = t->next;

@@ -18,6 +18,7 @@ struct hp_writer_stream {
 	uint32_t next_seq;  /* chunk expected next; another means a gap */
 	uint32_t announced; /* THREAD record written */
 	uint64_t unfilled;  /* slots left out, never filled (HP_LOST_UNFILLED) */
+	uint32_t resume_at; /* events of chunk next_seq written already (hp_writer.c) */
 	struct hp_writer_stream *next_free;
 };
 /* t's, or NULL if the writer has not needed one yet (tests). */

@@ -1794,13 +1794,13 @@ START_TEST(test_snapshot_partial_skips_slot_being_filled)
 {
 	/* The owner takes a slot, then fills it: a flush in between finds the
 	 * slot holding an event of an earlier lap of the ring (a tick older
-	 * than the chunk's stale_below) or zeros, and leaves it out: the
+	 * than the chunk's previous publication) or zeros, and leaves it out: the
 	 * newest (its hook runs on its core) or any other (its hook was
 	 * interrupted by a signal handler, whose events follow). */
 	struct hp_tls tls = { 0 };
 	uint32_t seq;
 	T->tls = &tls;
-	T->chunk[0].stale_below = tick_at(50);
+	T->chunk[0].published_at = tick_at(50) - 1; /* its previous lap's */
 	struct hp_raw *s = slot(T, 0);
 	for (uint64_t j = 0; j < 10; j++)
 		s[j] = (struct hp_raw){ addr_at(100 + j), tick_at(100 + j) };
@@ -1850,7 +1850,8 @@ START_TEST(test_await_fill_when_nobody_can_fill)
 	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(50)), 0);
 	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(3)), 1); /* filled */
 	hp_tls = (struct hp_tls){ 0 };
-	T->waiting = 1;
+	T->waiting = 1; /* for chunk 4: chunk 0, the one this consumer holds, is not free */
+	T->head = 4;
 	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(50)), 0);
 	T->waiting = 0;
 	T->exited = 1;
@@ -1862,7 +1863,42 @@ START_TEST(test_await_fill_when_nobody_can_fill)
 	ck_assert_int_eq(pthread_create(&th, NULL, publish_two_later, T), 0);
 	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(50)), 0);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
-	ck_assert_uint_eq(T->head, 2);
+	ck_assert_uint_eq(T->head, 6);
+}
+END_TEST
+
+struct late_slot {
+	struct hp_raw *slot;
+	uint64_t addr, tick;
+};
+
+static void *fill_slot_late(void *arg)
+{
+	struct late_slot *f = arg;
+	usleep(5000);
+	hp_raw_fill(f->slot, f->addr, f->tick);
+	return NULL;
+}
+
+START_TEST(test_await_fill_owner_woken_by_release)
+{
+	/* The owner slept, in the handler that interrupted its hook, for chunk
+	 * 4 to be free; the consumer released chunk 0 (tail 1), which woke it,
+	 * and now holds chunk 1, whose slot the hook will fill once the
+	 * handler returns. The owner's waiting flag is still up until it runs:
+	 * the slot is waited for, not left out. (From the review.) */
+	hp_buffer_await_fill_ns = 60ull * 1000 * 1000 * 1000;
+	T->head = 4;
+	T->tail = 1;
+	T->waiting = 1;
+	struct hp_raw *s = slot(T, 1);
+	s[0] = (struct hp_raw){ addr_at(3), tick_at(3) }; /* an earlier lap's */
+	struct late_slot f = { s, addr_at(60), tick_at(60) };
+	pthread_t filler;
+	ck_assert_int_eq(pthread_create(&filler, NULL, fill_slot_late, &f), 0);
+	ck_assert_int_eq(hp_buffer_await_fill(T, s, tick_at(50)), 1);
+	ck_assert_int_eq(pthread_join(filler, NULL), 0);
+	ck_assert_uint_eq(s[0].addr, addr_at(60));
 }
 END_TEST
 
@@ -2091,6 +2127,7 @@ static Suite *buffer_suite(void)
 	tcase_add_test(limits, test_snapshot_partial_nothing_to_copy);
 	tcase_add_test(limits, test_snapshot_partial_skips_slot_being_filled);
 	tcase_add_test(limits, test_await_fill_when_nobody_can_fill);
+	tcase_add_test(limits, test_await_fill_owner_woken_by_release);
 	tcase_add_test(limits, test_snapshot_partial_full_chunk);
 	tcase_add_test(limits, test_ring_take_clamps_length);
 	tcase_add_test(limits, test_buffer_size_rounds_down);

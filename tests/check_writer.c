@@ -563,6 +563,76 @@ START_TEST(test_own_time_after_its_events)
 }
 END_TEST
 
+/*
+ * The owner itself, in the signal handler that interrupted its hook between
+ * taking slot 50 and filling it, drains its ring (hp_writer_help, when its
+ * ring is full): it writes the events before the slot and leaves the rest
+ * of the chunk to the writer thread, which waits for the slot, instead of
+ * writing the chunk without it (LOST 5). The writer thread does not see the
+ * thread until the owner's drain is over. (From the review.)
+ */
+static int child_own_unfilled_slot(void *arg)
+{
+	uint32_t own_at = *(uint32_t *)arg; /* the slow path's own time there, if not 0 */
+	CHILD_DO(writer_open(HP_MODE_STREAM));
+	hp_buffer_await_fill_ns = 60ull * 1000 * 1000 * 1000;
+	struct hp_thread *t = hand_thread(0, FAKE_TID, "alpha");
+	TK_CHILD_TRUE(t != NULL);
+	pthread_mutex_lock(&hp_threads_lock);
+	hp_threads = t->next; /* out of the writer thread's sight */
+	pthread_mutex_unlock(&hp_threads_lock);
+	t->chunk[0].stale_below = pat_tick(0, 0);
+	if (own_at)
+		t->chunk[0].own = (struct hp_chunk_own){ .tick = pat_tick(0, own_at - 1) + 2, .at = own_at };
+	publish(t, 0, 100);
+	struct hp_raw *s = slot(t, 0), event = s[UNFILLED_AT];
+	s[UNFILLED_AT] = (struct hp_raw){ pat_addr(7), 7 }; /* an earlier lap's */
+	hp_writer_start();
+	hp_tls.thread = t; /* this thread is the owner, in its handler */
+	hp_writer_drain(t);
+	TK_CHILD_EQ(t->tail, 0);
+	TK_CHILD_EQ(hp_writer_stream_of(t)->resume_at, UNFILLED_AT);
+	hp_tls.thread = NULL; /* the handler returns, the hook fills its slot */
+	hp_raw_fill(&s[UNFILLED_AT], event.addr, event.tick);
+	pthread_mutex_lock(&hp_threads_lock);
+	t->next = hp_threads;
+	__atomic_store_n(&hp_threads, t, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&hp_threads_lock);
+	hp_writer_notify();
+	for (int i = 0; i < 6000 && __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE) != 1; i++)
+		usleep(10000);
+	TK_CHILD_EQ(t->tail, 1);
+	TK_CHILD_EQ(hp_writer_stop(0), 0);
+	TK_CHILD_EQ(hp_writer_finish(0), 0);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_owner_leaves_its_own_unfilled_slot_to_the_writer)
+{
+	/* with hookprof's own time in the chunk: none, before the slot (the
+	 * owner writes it), after it (the writer thread does), at it */
+	static const uint32_t own_ats[] = { 0, 30, 70, UNFILLED_AT };
+	for (size_t i = 0; i < sizeof(own_ats) / sizeof(own_ats[0]); i++) {
+		uint32_t own_at = own_ats[i];
+		unlink(path); /* the trace of the run before */
+		run_ok(child_own_unfilled_slot, &own_at);
+		read_records();
+		ck_assert_str_eq(summary(ALL), "T0 E0:50 E0:50 T0 END:100/0/1");
+		struct own_seen o = { 0 };
+		analyze(find_own, &o);
+		ck_assert_msg(o.owns == (own_at ? 1u : 0u), "own at %u: %llu own marks", own_at, (unsigned long long)o.owns);
+		ck_assert_uint_eq(o.own_after, own_at);
+		hp_analysis_free(&A);
+		struct expect x;
+		analyze_pattern(&x);
+		ck_assert_uint_eq(A.events, 100);
+		hp_analysis_free(&A);
+		analyzed = 0;
+		free_records();
+	}
+}
+END_TEST
+
 static int child_streams(void *arg)
 {
 	(void)arg;
@@ -1092,6 +1162,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(limits, test_finish_reports_write_failure);
 	tcase_add_test(limits, test_slot_filled_late_is_waited_for);
 	tcase_add_test(limits, test_slot_never_filled_is_left_out);
+	tcase_add_test(limits, test_owner_leaves_its_own_unfilled_slot_to_the_writer);
 	suite_add_tcase(s, limits);
 	return s;
 }

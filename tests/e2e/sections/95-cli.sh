@@ -204,20 +204,38 @@ check "export -o TRACE TRACE: refused in one line, exit 1, the trace left whole"
 	all_of [ $rc = 1 ] -- cli_one_line "$OUT/self.err" "^hookprof: -o .*self.hookprof: that is a trace to read; give another name$" \
 	-- cmp -s "$GOOD" "$OUT/self.hookprof"
 trace_reads() { "$HP" info "$1" >/dev/null 2>&1; }
+# cat FIFO >OUT in the background, once it has the FIFO open: the runtime
+# opens a FIFO without waiting, and takes one that nobody reads yet as no
+# trace (on a loaded machine the reader came too late, and the test hung).
+start_fifo_reader() {
+	cat "$1" >"$2" &
+	reader=$!
+	for _ in $(seq 1 1000); do
+		readlink /proc/$reader/fd/* 2>/dev/null | grep -qxF -- "$1" && return 0
+		sleep 0.01
+	done
+}
+# Waits for it, 20 s at most: a writer that never came must not hang the run.
+wait_fifo_reader() {
+	for _ in $(seq 1 2000); do
+		kill -0 $reader 2>/dev/null || break
+		sleep 0.01
+	done
+	kill $reader 2>/dev/null
+	wait $reader 2>/dev/null
+}
 mkfifo "$OUT/fifo"
 : >"$OUT/empty.hookprof"
-cat "$OUT/fifo" >/dev/null &
-reader=$!
+start_fifo_reader "$OUT/fifo" /dev/null
 "$HP" export --format=folded -o "$OUT/fifo" "$OUT/empty.hookprof" >/dev/null 2>"$OUT/fifo.err"
 rc=$?
-wait $reader
+wait_fifo_reader
 check "export -o FIFO of a trace that fails: exit 1, the FIFO is still there" \
 	"status $rc, $(brief "$OUT/fifo.err"), $(ls -l "$OUT/fifo" 2>&1)" [ $rc = 1 -a -p "$OUT/fifo" ]
-cat "$OUT/fifo" >"$OUT/fifo.trace" &
-reader=$!
+start_fifo_reader "$OUT/fifo" "$OUT/fifo.trace"
 "$HP" record -o "$OUT/fifo" -- "$B/cli_nested" >/dev/null 2>"$OUT/record.err"
 rc=$?
-wait $reader
+wait_fifo_reader
 check "record -o FIFO: exit 0, the FIFO is still there and the trace went through it" \
 	"status $rc, $(brief "$OUT/record.err"), $(ls -l "$OUT/fifo" 2>&1)" \
 	all_of [ $rc = 0 -a -p "$OUT/fifo" ] -- trace_reads "$OUT/fifo.trace"
