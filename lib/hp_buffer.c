@@ -1482,7 +1482,7 @@ static size_t replay(uint64_t *stack, size_t depth, const struct hp_raw *ev, siz
 	return depth;
 }
 
-void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick)
+void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint32_t encoded_of_tail, uint64_t tick)
 {
 	static uint64_t stack[HP_CHUNK_EVENTS];
 	struct hp_thread *t = hp_tls.thread;
@@ -1492,9 +1492,15 @@ void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick)
 		return;
 	size_t depth = n < HP_CHUNK_EVENTS ? n : HP_CHUNK_EVENTS;
 	memcpy(stack, frames, depth * sizeof(stack[0]));
-	/* The writer is held off: tail stays, and we are the owner. */
-	for (uint32_t seq = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE); seq != t->head; seq++)
-		depth = replay(stack, depth, chunk_base(t, seq), t->chunk[slot_of(t, seq)].len);
+	/* The writer is held off: tail stays, and we are the owner. The
+	 * oldest chunk may be encoded in part already (a slot filled late:
+	 * hp_writer_open_frames), its first events in frames. */
+	uint32_t skip = encoded_of_tail;
+	for (uint32_t seq = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE); seq != t->head; seq++, skip = 0) {
+		uint32_t len = t->chunk[slot_of(t, seq)].len;
+		skip = skip < len ? skip : len;
+		depth = replay(stack, depth, chunk_base(t, seq) + skip, len - skip);
+	}
 	if (has_partial_chunk(t)) {
 		const struct hp_raw *start = chunk_base(t, t->head);
 		depth = replay(stack, depth, start, (size_t)(hp_tls.pos - start));
@@ -1504,6 +1510,12 @@ void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick)
 		inherited.ev[i] = (struct hp_raw){ .addr = stack[i], .tick = tick };
 	__atomic_store_n(&inherited.tid, 0, __ATOMIC_RELAXED); /* the child's thread id, set there */
 	__atomic_store_n(&inherited.n, depth, __ATOMIC_RELAXED);
+}
+
+size_t hp_buffer_inherited(const struct hp_raw **ev)
+{
+	*ev = inherited.ev;
+	return __atomic_load_n(&inherited.n, __ATOMIC_RELAXED);
 }
 
 size_t hp_buffer_keep_since_fork(void)

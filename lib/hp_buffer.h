@@ -355,7 +355,10 @@ void hp_buffer_free_thread(struct hp_thread *t) HP_HIDDEN;
 /* In the parent, before fork(), under the writer's lock: the calling
  * thread's open frames are `frames` (as of the chunks consumed) plus its
  * chunks not consumed yet; they become the child's inherited events. */
-void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint64_t tick) HP_HIDDEN;
+void hp_buffer_note_fork(const uint64_t *frames, size_t n, uint32_t encoded_of_tail,
+			 uint64_t tick) HP_HIDDEN;
+/* The inherited events noted (tests). */
+size_t hp_buffer_inherited(const struct hp_raw **ev) HP_HIDDEN;
 /* In a raw fork's child: keeps the events recorded since the fork (the
  * slots before them were wiped); their number. */
 size_t hp_buffer_keep_since_fork(void) HP_HIDDEN;

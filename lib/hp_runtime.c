@@ -268,8 +268,11 @@ static void before_fork(void)
 	fork_prepared = 1;
 	uint64_t tick = hp_tick();
 	static uint64_t frames[HP_CHUNK_EVENTS];
-	size_t n = hp_tls.thread ? hp_writer_open_frames(hp_tls.thread, frames, HP_CHUNK_EVENTS) : 0;
-	hp_buffer_note_fork(frames, n, tick);
+	uint32_t encoded_of_tail = 0;
+	size_t n = hp_tls.thread ? hp_writer_open_frames(hp_tls.thread, frames, HP_CHUNK_EVENTS,
+							 &encoded_of_tail)
+				 : 0;
+	hp_buffer_note_fork(frames, n, encoded_of_tail, tick);
 	parent.tick = tick;
 }
 

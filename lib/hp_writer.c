@@ -767,9 +767,14 @@ void hp_writer_unlock_after_fork(void)
 	hp_mutex_unlock(&writer_lock);
 }
 
-size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t max)
+size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t max,
+			     uint32_t *encoded_of_tail)
 {
-	const struct hp_enc_stream *enc = t->consumer ? &t->consumer->enc : NULL;
+	const struct hp_writer_stream *st = t->consumer;
+	const struct hp_enc_stream *enc = st ? &st->enc : NULL;
+	/* Relaxed: the owner's own tail, which only the writer moves, and
+	 * we hold its lock. */
+	*encoded_of_tail = st && st->next_seq == __atomic_load_n(&t->tail, __ATOMIC_RELAXED) ? st->resume_at : 0;
 	if (!enc)
 		return 0; /* nothing of it encoded yet */
 	size_t n = enc->depth < max ? enc->depth : max;

@@ -68,12 +68,15 @@ void hp_writer_forget(void) HP_HIDDEN;
  * Fork. Before it, the forking thread holds the lock (so that the encoder's
  * state it reads, and the child inherits, is whole): 0, or -1 if it could
  * not be had in time. hp_writer_open_frames: the addresses of t's open
- * frames as of the chunks encoded so far, outermost first. In the child,
+ * frames as of the chunks encoded so far, outermost first, and how many
+ * events of its oldest chunk not released are in them (one left at a
+ * slot filled late, hp_writer.c). In the child,
  * hp_writer_reset_in_child forgets everything (a new trace, a new writer).
  */
 int hp_writer_lock_for_fork(void) HP_HIDDEN;
 void hp_writer_unlock_after_fork(void) HP_HIDDEN;
-size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t max) HP_HIDDEN;
+size_t hp_writer_open_frames(const struct hp_thread *t, uint64_t *frames, size_t max,
+			     uint32_t *encoded_of_tail) HP_HIDDEN;
 void hp_writer_reset_in_child(int whole) HP_HIDDEN;
 
 /* Appends a MODULES record if objects were loaded or unloaded since the last. */

@@ -1902,6 +1902,34 @@ START_TEST(test_await_fill_owner_woken_by_release)
 }
 END_TEST
 
+START_TEST(test_fork_skips_what_the_encoder_took_of_the_oldest_chunk)
+{
+	/* The oldest chunk not released was encoded in part (the owner left
+	 * it at a slot filled late): the frames the encoder gives hold its
+	 * first 2 events, which the fork must not replay again. */
+	static const uint64_t open_frames[] = { F(0), F(1) };
+	hand_own(T);
+	struct hp_raw *s = slot(T, 0);
+	s[0] = (struct hp_raw){ F(0), 10 };
+	s[1] = (struct hp_raw){ F(1), 11 };
+	s[2] = (struct hp_raw){ F(1) | HP_RAW_EXIT, 12 };
+	s[3] = (struct hp_raw){ F(2), 13 };
+	T->chunk[0].len = 4;
+	T->head = 1;
+	hp_tls.pos = slot(T, 1);
+	hp_buffer_note_fork(open_frames, 2, 2, 77);
+	const struct hp_raw *ev;
+	ck_assert_uint_eq(hp_buffer_inherited(&ev), 2);
+	ck_assert_uint_eq(ev[0].addr, F(0));
+	ck_assert_uint_eq(ev[1].addr, F(2));
+	ck_assert_uint_eq(ev[1].tick, 77);
+	/* and the control: nothing encoded of it, all 4 replayed */
+	hp_buffer_note_fork(NULL, 0, 0, 77);
+	ck_assert_uint_eq(hp_buffer_inherited(&ev), 2);
+	ck_assert_uint_eq(ev[1].addr, F(2));
+}
+END_TEST
+
 START_TEST(test_snapshot_partial_full_chunk)
 {
 	/* a chunk filled to the last slot, whose publish has not happened yet */
@@ -2128,6 +2156,7 @@ static Suite *buffer_suite(void)
 	tcase_add_test(limits, test_snapshot_partial_skips_slot_being_filled);
 	tcase_add_test(limits, test_await_fill_when_nobody_can_fill);
 	tcase_add_test(limits, test_await_fill_owner_woken_by_release);
+	tcase_add_test(limits, test_fork_skips_what_the_encoder_took_of_the_oldest_chunk);
 	tcase_add_test(limits, test_snapshot_partial_full_chunk);
 	tcase_add_test(limits, test_ring_take_clamps_length);
 	tcase_add_test(limits, test_buffer_size_rounds_down);
