@@ -439,7 +439,13 @@ ssize_t hp_encode_flush(struct hp_dict *d, struct hp_enc_stream *s, uint8_t *out
 	if (!s->has_pending)
 		return 0;
 	s->has_pending = 0;
-	return encode_all(d, s, &s->pending, 1, out);
+	/* Judged filled in its own chunk: the bound of the chunk being
+	 * encoded now (stale_below) may be above its tick. */
+	uint64_t stale_below = s->stale_below;
+	s->stale_below = 0;
+	ssize_t len = encode_all(d, s, &s->pending, 1, out);
+	s->stale_below = stale_below;
+	return len;
 }
 
 /* A short call: the enter held back, then its own exit before the minimum. */

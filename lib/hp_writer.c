@@ -196,16 +196,19 @@ static void thread_lost_records(struct hp_thread *t)
 	lost_in_threads += ring + reentry + unfilled;
 }
 
-/* The final flush: no chunk is left to a later pass. */
-static int finishing;
+/* The owner drains its own ring, full (hp_writer_help): maybe in the
+ * signal handler that interrupted one of its hooks. Under writer_lock. */
+static int owner_helps;
 
 /*
  * ev[0..n) of t's stream, from event `from` of its chunk, at *q
  * (hp_encode), the events written counted in *written. A slot not filled
  * yet is waited for, or left out and counted (hp_buffer_await_fill); 1:
  * the encoding stopped before it, to go on from there at a later pass
- * (st->resume_at: the owner itself, whose hook it is, drains its ring in
- * the handler that interrupted that hook). -1: out of memory.
+ * (st->resume_at: the owner itself, whose hook it may be, helps with its
+ * full ring, maybe in the handler that interrupted that hook; a flush or
+ * the final one on the owner's thread, outside any handler, meets only
+ * slots abandoned by a handler that jumped away). -1: out of memory.
  */
 static int encode_filled(struct hp_thread *t, struct hp_writer_stream *st, const struct hp_raw *ev,
 			 size_t n, size_t from, uint8_t **q, uint64_t *written)
@@ -219,7 +222,7 @@ static int encode_filled(struct hp_thread *t, struct hp_writer_stream *st, const
 		size_t at = st->enc.taken;
 		if (at == n)
 			return 0;
-		if (!finishing && hp_buffer_filled_after_return(t)) {
+		if (owner_helps && hp_buffer_filled_after_return(t)) {
 			st->resume_at = (uint32_t)(from + at);
 			return 1;
 		}
@@ -427,9 +430,26 @@ void hp_writer_retire_and_drain(void)
 	hp_mutex_unlock(&writer_lock);
 }
 
+/*
+ * The owner of t, its ring full, blocks on the lock: it fills no slot
+ * meanwhile (its hook's, if a handler runs this, interrupted between take
+ * and fill), so whoever holds the lock and waits for one of t's slots
+ * (hp_buffer_await_fill: a hookprof_flush, the writer thread's pass before
+ * it sleeps, the final flush) must not wait for it: to that consumer the
+ * owner waits for it (t->waiting, with no chunk free). (From the review.)
+ */
+static void lock_as_owner(struct hp_thread *t)
+{
+	if (!hp_mutex_trylock(&writer_lock))
+		return;
+	__atomic_store_n(&t->waiting, 1, __ATOMIC_RELAXED);
+	hp_mutex_lock(&writer_lock);
+	__atomic_store_n(&t->waiting, 0, __ATOMIC_RELAXED);
+}
+
 void hp_writer_drain(struct hp_thread *t)
 {
-	hp_mutex_lock(&writer_lock);
+	lock_as_owner(t);
 	drain_unless_finished(t);
 	hp_mutex_unlock(&writer_lock);
 }
@@ -453,9 +473,11 @@ int hp_writer_help(struct hp_thread *t)
 		/* Relaxed: a stale value costs one wait of the other kind. */
 		if (__atomic_load_n(&hp_writer_at_work, __ATOMIC_RELAXED))
 			return 0;
-		hp_mutex_lock(&writer_lock);
+		lock_as_owner(t);
 	}
+	owner_helps = 1;
 	int worked = drain_unless_finished(t);
+	owner_helps = 0;
 	hp_mutex_unlock(&writer_lock);
 	return worked;
 }
@@ -717,7 +739,6 @@ int hp_writer_finish(int in_signal)
 			hp_output_path());
 		return -1;
 	}
-	finishing = 1;
 	struct hp_thread *next;
 	for (struct hp_thread *t = first_thread(); t; t = next) {
 		next = t->next;

@@ -951,6 +951,32 @@ START_TEST(test_min_stops_before_slot_not_filled)
 }
 END_TEST
 
+START_TEST(test_min_held_enter_outlives_next_chunks_bound)
+{
+	/* HOOKPROF_MIN holds back the last enter of a chunk; the next chunk's
+	 * bound (its previous lap's publication) may be above its tick (a
+	 * hook whose tick was read before a handler's events): it was filled
+	 * in its own chunk, and is written when the next event decides, not
+	 * dropped as a slot not filled yet. (From the second review.) */
+	static const struct hp_raw first[] = { EN(0x1000, 5000) };
+	static const struct hp_raw next[] = { EN(0x2000, 7000), EX(0x2000, 7500), EX(0x1000, 8000) };
+	hp_encode_set_min(100);
+	enc.stale_below = 1000; /* the first chunk's */
+	size_t len = encode(first, NRAW(first));
+	ck_assert_uint_eq(enc.taken, 1);
+	ck_assert(enc.has_pending);
+	enc.stale_below = 6000; /* the next chunk's */
+	uint8_t out[hp_encode_bound(8)];
+	memcpy(out, buf, len);
+	ssize_t more = hp_encode(&dict, &enc, next, NRAW(next), out + len);
+	ck_assert_int_ge(more, 0);
+	ck_assert_uint_eq(enc.taken, NRAW(next));
+	ck_assert_uint_eq(enc.written, 4);
+	ck_assert_int_eq(decode(out, len + (size_t)more), 4);
+	assert_ev(0, HP_EV_ENTER, 0x1000, 5000);
+}
+END_TEST
+
 START_TEST(test_min_drops_short_leaf)
 {
 	/* b lasts 10 ticks with no callee: dropped; c lasts 470: kept; a has callees */
@@ -1282,6 +1308,7 @@ static Suite *encode_suite(void)
 	tcase_add_test(core, test_stops_before_slot_not_filled);
 	tcase_add_test(core, test_older_tick_than_before_is_an_event);
 	tcase_add_test(core, test_min_stops_before_slot_not_filled);
+	tcase_add_test(core, test_min_held_enter_outlives_next_chunks_bound);
 	suite_add_tcase(s, core);
 	TCase *limits = tcase_create("limits");
 	tcase_add_checked_fixture(limits, setup, teardown);

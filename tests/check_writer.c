@@ -495,6 +495,51 @@ START_TEST(test_slot_filled_late_is_waited_for)
 }
 END_TEST
 
+/*
+ * The owner's ring is full and holds its own unfilled slot (chunk 0, slot
+ * 50: its hook was interrupted by the handler it runs now); a program
+ * thread's hookprof_flush (or the writer thread's pass before it sleeps,
+ * which does not say it is at work either) holds the writer's lock and
+ * waits for that slot. The owner, helping, blocks on the lock: it fills
+ * nothing until the flush gives up. The flush must see that at once, not
+ * after hp_buffer_await_fill_ns (a minute here: the test times out).
+ * (From the second review.)
+ */
+static void *flush_all_thread(void *arg)
+{
+	(void)arg;
+	hp_writer_flush_all();
+	return NULL;
+}
+
+static int child_owner_blocked_on_lock(void *arg)
+{
+	(void)arg;
+	CHILD_DO(writer_open(HP_MODE_STREAM));
+	hp_buffer_await_fill_ns = 60ull * 1000 * 1000 * 1000;
+	struct hp_thread *t = hand_thread(0, FAKE_TID, "alpha");
+	TK_CHILD_TRUE(t != NULL);
+	t->chunk[0].stale_below = pat_tick(0, 0);
+	for (uint32_t c = 0; c < t->nchunks; c++)
+		publish(t, 100 * c, 100); /* the ring is full */
+	struct hp_raw *s = slot(t, 0);
+	s[UNFILLED_AT] = (struct hp_raw){ pat_addr(7), 7 }; /* an earlier lap's */
+	pthread_t flusher;
+	TK_CHILD_EQ(pthread_create(&flusher, NULL, flush_all_thread, NULL), 0);
+	usleep(100 * 1000); /* the flush holds the lock and waits for the slot */
+	hp_tls.thread = t; /* this thread is the owner, in its handler */
+	hp_writer_help(t);
+	hp_tls.thread = NULL;
+	TK_CHILD_EQ(pthread_join(flusher, NULL), 0);
+	return TK_CHILD_OK;
+}
+
+START_TEST(test_owner_blocked_on_the_lock_is_not_waited_for)
+{
+	run_ok(child_owner_blocked_on_lock, NULL);
+}
+END_TEST
+
 START_TEST(test_slot_never_filled_is_left_out)
 {
 	/* counted lost, as reason 5; the events around it are the pattern's */
@@ -588,8 +633,8 @@ static int child_own_unfilled_slot(void *arg)
 	struct hp_raw *s = slot(t, 0), event = s[UNFILLED_AT];
 	s[UNFILLED_AT] = (struct hp_raw){ pat_addr(7), 7 }; /* an earlier lap's */
 	hp_writer_start();
-	hp_tls.thread = t; /* this thread is the owner, in its handler */
-	hp_writer_drain(t);
+	hp_tls.thread = t; /* this thread is the owner, in its handler, its ring full */
+	TK_CHILD_EQ(hp_writer_help(t), 0);
 	TK_CHILD_EQ(t->tail, 0);
 	TK_CHILD_EQ(hp_writer_stream_of(t)->resume_at, UNFILLED_AT);
 	hp_tls.thread = NULL; /* the handler returns, the hook fills its slot */
@@ -1163,6 +1208,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(limits, test_slot_filled_late_is_waited_for);
 	tcase_add_test(limits, test_slot_never_filled_is_left_out);
 	tcase_add_test(limits, test_owner_leaves_its_own_unfilled_slot_to_the_writer);
+	tcase_add_test(limits, test_owner_blocked_on_the_lock_is_not_waited_for);
 	suite_add_tcase(s, limits);
 	return s;
 }
