@@ -1924,7 +1924,7 @@ START_TEST(test_fork_skips_what_the_encoder_took_of_the_oldest_chunk)
 	ck_assert_uint_eq(ev[1].addr, F(2));
 	ck_assert_uint_eq(ev[1].tick, 77);
 	/* and the control: nothing encoded of it, all 4 replayed */
-	hp_buffer_note_fork(NULL, 0, 0, 77);
+	hp_buffer_note_fork(open_frames, 0, 0, 77);
 	ck_assert_uint_eq(hp_buffer_inherited(&ev), 2);
 	ck_assert_uint_eq(ev[1].addr, F(2));
 }
