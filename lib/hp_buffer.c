@@ -1378,11 +1378,6 @@ int hp_buffer_await_fill(struct hp_thread *t, const struct hp_raw *e, uint64_t s
 	return 1;
 }
 
-int hp_buffer_filled_after_return(const struct hp_thread *t)
-{
-	return buffer_mode == HP_MODE_STREAM && hp_tls.thread == t && hp_buffer_client.threaded();
-}
-
 void hp_buffer_release(struct hp_thread *t, uint32_t seq)
 {
 	if (buffer_mode == HP_MODE_RING)

@@ -331,11 +331,6 @@ void hp_buffer_release(struct hp_thread *t, uint32_t seq) HP_HIDDEN;
  * never returned to it (it jumped away: then the hook never ran on, and
  * there is no event to miss), or has not in time. */
 int hp_buffer_await_fill(struct hp_thread *t, const struct hp_raw *e, uint64_t stale_below) HP_HIDDEN;
-/* The calling thread is t's owner, and a writer thread runs (stream
- * mode): a slot of t not filled yet is its own hook's, which the signal
- * handler it runs in interrupted, filled when that returns. The writer
- * thread can wait for it; this thread cannot. */
-int hp_buffer_filled_after_return(const struct hp_thread *t) HP_HIDDEN;
 /* How long it waits at most (1 s; tests). */
 extern uint64_t hp_buffer_await_fill_ns HP_HIDDEN;
 /* Copies the events of a live thread's unpublished chunk (final flush

@@ -196,8 +196,10 @@ static void thread_lost_records(struct hp_thread *t)
 	lost_in_threads += ring + reentry + unfilled;
 }
 
-/* The owner drains its own ring, full (hp_writer_help): maybe in the
- * signal handler that interrupted one of its hooks. Under writer_lock. */
+/* The owner drains its own ring, full, in stream mode with a writer
+ * thread (hp_writer_help: the buffer's make_room calls it only so): maybe
+ * in the signal handler that interrupted one of its hooks, whose slot it
+ * cannot wait for and the writer thread can. Under writer_lock. */
 static int owner_helps;
 
 /*
@@ -222,7 +224,7 @@ static int encode_filled(struct hp_thread *t, struct hp_writer_stream *st, const
 		size_t at = st->enc.taken;
 		if (at == n)
 			return 0;
-		if (owner_helps && hp_buffer_filled_after_return(t)) {
+		if (owner_helps) {
 			st->resume_at = (uint32_t)(from + at);
 			return 1;
 		}
