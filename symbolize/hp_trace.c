@@ -827,6 +827,14 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 	return 0;
 }
 
+uint64_t hp_trace_lost_in_threads(const struct hp_trace_info *info)
+{
+	uint64_t lost = 0;
+	for (size_t i = 0; i < info->nstreams; i++)
+		lost += info->streams[i].lost;
+	return lost;
+}
+
 void hp_trace_info_free(struct hp_trace_info *info)
 {
 	free_argv(info);

@@ -191,6 +191,8 @@ int hp_trace_info_add(struct hp_trace_info *info, uint32_t type, const uint8_t *
 		      uint32_t size, char *err, size_t errlen);
 struct hp_stream_info *hp_trace_stream(struct hp_trace_info *info, uint32_t stream);
 void hp_trace_info_free(struct hp_trace_info *info);
+/* The events its threads lost, every stream's LOST records summed. */
+uint64_t hp_trace_lost_in_threads(const struct hp_trace_info *info);
 /*
  * Reads the whole module map of the trace at path (every MODULES and
  * MODULES_AT record up to END) into info, before its events are decoded:

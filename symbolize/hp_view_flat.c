@@ -112,9 +112,7 @@ static void print_header(FILE *out, const struct hp_analysis *a)
 	const struct hp_trace_info *in = &a->info;
 	size_t threads = threads_of(in);
 	double secs = hp_analysis_duration_ns(a) / 1e9;
-	uint64_t lost = in->lost_global;
-	for (size_t i = 0; i < in->nstreams; i++)
-		lost += in->streams[i].lost;
+	uint64_t lost = in->lost_global + hp_trace_lost_in_threads(in);
 	fprintf(out, "# %s (pid %u): %zu thread%s, %llu events, %llu lost, %.3f s%s\n",
 		in->exe ? in->exe : "?", in->pid, threads, threads == 1 ? "" : "s",
 		(unsigned long long)a->events, (unsigned long long)lost, secs,

@@ -248,9 +248,10 @@ static FILE *open_output(struct cmdline *c, const struct hp_view_ops *ops, char 
 		return NULL;
 	}
 	/* A FIFO, a device; a dangling link; another's file, which we could not
-	 * give back its owner, nor replace in a sticky directory (/tmp). */
+	 * give back its owner, nor replace in a sticky directory (/tmp); a file
+	 * with other hard links. */
 	if ((exists && !S_ISREG(st.st_mode)) || (!exists && !lstat(c->output, &lst)) ||
-	    (exists && st.st_uid != geteuid() && geteuid() != 0) || (exists && st.st_nlink > 1))
+	    (exists && ((st.st_uid != geteuid() && geteuid() != 0) || st.st_nlink > 1)))
 		return open_direct(c, err, errlen);
 	c->target = exists ? realpath(c->output, NULL) : strdup(c->output);
 	const char *slash = c->target ? strrchr(c->target, '/') : NULL;

@@ -920,7 +920,6 @@ static void print_hook_cost(const struct hp_analysis *a)
 		printf("hooks:    cost not measured in this trace: times include it\n");
 }
 
-
 /* Why events were lost, in threads and outside: a line per reason. */
 static void print_loss_reasons(const struct hp_trace_info *in)
 {
@@ -938,6 +937,7 @@ static void print_loss_reasons(const struct hp_trace_info *in)
 		if (in->lost_by_reason[r])
 			printf("          %llu %s\n", (unsigned long long)in->lost_by_reason[r], why[r]);
 }
+
 static void print_buffer(const struct hp_trace_info *in)
 {
 	uint64_t b = in->buffer_bytes;
@@ -987,11 +987,8 @@ static void print_info(const struct hp_analysis *a, struct hp_symbols *sym)
 		printf("events:   %llu (%u functions)\n", (unsigned long long)a->events, a->funcs.n);
 	else
 		printf("events:   %llu\n", (unsigned long long)a->events);
-	uint64_t lost_in_threads = 0;
-	for (size_t i = 0; i < in->nstreams; i++)
-		lost_in_threads += in->streams[i].lost;
 	printf("lost:     %llu outside threads, %llu in threads\n", (unsigned long long)in->lost_global,
-	       (unsigned long long)lost_in_threads);
+	       (unsigned long long)hp_trace_lost_in_threads(in));
 	print_loss_reasons(in);
 	print_filters(a);
 	if (a->cut_at)
