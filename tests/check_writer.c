@@ -447,6 +447,17 @@ struct late_fill {
 	int go;
 };
 
+/* Slot UNFILLED_AT of chunk 0, published, as a hook leaves it between
+ * taking and filling it: an earlier lap's event, below the chunk's bound.
+ * Returns the event it will hold. */
+static struct hp_raw unfill_slot(struct hp_thread *t)
+{
+	struct hp_raw *s = slot(t, 0), event = s[UNFILLED_AT];
+	t->chunk[0].stale_below = pat_tick(0, 0);
+	s[UNFILLED_AT] = (struct hp_raw){ pat_addr(7), 7 };
+	return event;
+}
+
 static void *fill_late(void *arg)
 {
 	struct late_fill *f = arg;
@@ -466,11 +477,9 @@ static int child_unfilled_slot(void *arg)
 	hp_buffer_await_fill_ns = late ? 60ull * 1000 * 1000 * 1000 : 1000 * 1000;
 	struct hp_thread *t = hand_thread(0, FAKE_TID, "alpha");
 	TK_CHILD_TRUE(t != NULL);
-	t->chunk[0].stale_below = pat_tick(0, 0);
 	publish(t, 0, 100);
-	struct hp_raw *s = slot(t, 0);
-	struct late_fill f = { s + UNFILLED_AT, s[UNFILLED_AT].addr, s[UNFILLED_AT].tick, 0 };
-	s[UNFILLED_AT] = (struct hp_raw){ pat_addr(7), 7 }; /* an earlier lap's */
+	struct hp_raw event = unfill_slot(t);
+	struct late_fill f = { slot(t, 0) + UNFILLED_AT, event.addr, event.tick, 0 };
 	pthread_t filler;
 	if (late)
 		TK_CHILD_EQ(pthread_create(&filler, NULL, fill_late, &f), 0);
@@ -519,11 +528,9 @@ static int child_owner_blocked_on_lock(void *arg)
 	hp_buffer_await_fill_ns = 60ull * 1000 * 1000 * 1000;
 	struct hp_thread *t = hand_thread(0, FAKE_TID, "alpha");
 	TK_CHILD_TRUE(t != NULL);
-	t->chunk[0].stale_below = pat_tick(0, 0);
 	for (uint32_t c = 0; c < t->nchunks; c++)
 		publish(t, 100 * c, 100); /* the ring is full */
-	struct hp_raw *s = slot(t, 0);
-	s[UNFILLED_AT] = (struct hp_raw){ pat_addr(7), 7 }; /* an earlier lap's */
+	unfill_slot(t);
 	pthread_t flusher;
 	TK_CHILD_EQ(pthread_create(&flusher, NULL, flush_all_thread, NULL), 0);
 	usleep(100 * 1000); /* the flush holds the lock and waits for the slot */
@@ -626,19 +633,17 @@ static int child_own_unfilled_slot(void *arg)
 	pthread_mutex_lock(&hp_threads_lock);
 	hp_threads = t->next; /* out of the writer thread's sight */
 	pthread_mutex_unlock(&hp_threads_lock);
-	t->chunk[0].stale_below = pat_tick(0, 0);
 	if (own_at)
 		t->chunk[0].own = (struct hp_chunk_own){ .tick = pat_tick(0, own_at - 1) + 2, .at = own_at };
 	publish(t, 0, 100);
-	struct hp_raw *s = slot(t, 0), event = s[UNFILLED_AT];
-	s[UNFILLED_AT] = (struct hp_raw){ pat_addr(7), 7 }; /* an earlier lap's */
+	struct hp_raw event = unfill_slot(t);
 	hp_writer_start();
 	hp_tls.thread = t; /* this thread is the owner, in its handler, its ring full */
 	TK_CHILD_EQ(hp_writer_help(t), 0);
 	TK_CHILD_EQ(t->tail, 0);
 	TK_CHILD_EQ(hp_writer_stream_of(t)->resume_at, UNFILLED_AT);
 	hp_tls.thread = NULL; /* the handler returns, the hook fills its slot */
-	hp_raw_fill(&s[UNFILLED_AT], event.addr, event.tick);
+	hp_raw_fill(slot(t, 0) + UNFILLED_AT, event.addr, event.tick);
 	pthread_mutex_lock(&hp_threads_lock);
 	t->next = hp_threads;
 	__atomic_store_n(&hp_threads, t, __ATOMIC_RELEASE);
