@@ -699,6 +699,29 @@ run_guarded() {
 	RC=$?
 	WALL_NS=$(($(now_ns) - t0))
 }
+# cat FIFO >OUT in the background, once it reads the FIFO: the runtime
+# opens a FIFO without waiting, and takes one that nobody reads yet as no
+# trace (on a loaded machine the reader came too late, and the test hung).
+# A reader counts from when its open waits for a writer (the kernel's
+# wait_for_partner), before the FIFO is among its descriptors.
+start_fifo_reader() {
+	cat "$1" >"$2" &
+	reader=$!
+	for _ in $(seq 1 1000); do
+		[ "$(cat /proc/$reader/wchan 2>/dev/null)" = wait_for_partner ] && return 0
+		readlink /proc/$reader/fd/* 2>/dev/null | grep -qxF -- "$1" && return 0
+		sleep 0.01
+	done
+}
+# Waits for it, 20 s at most: a writer that never came must not hang the run.
+wait_fifo_reader() {
+	for _ in $(seq 1 2000); do
+		kill -0 $reader 2>/dev/null || break
+		sleep 0.01
+	done
+	kill $reader 2>/dev/null
+	wait $reader 2>/dev/null
+}
 # zero_lost LABEL: the report's header says the trace lost no event.
 zero_lost() {
 	"$HP" report "$TRACE" >"$DIR/table" 2>&1

@@ -163,13 +163,9 @@ F=$T/fifo
 mkdir -p "$F"
 label="HOOKPROF_OUTPUT naming a FIFO that cat reads"
 if mkfifo "$F/fifo"; then
-	# fd 7 keeps the FIFO open while cat opens it, so that neither waits.
-	exec 7<>"$F/fifo"
-	timeout 20 cat "$F/fifo" >"$F/copy.hookprof" &
-	reader=$!
+	start_fifo_reader "$F/fifo" "$F/copy.hookprof"
 	run_guarded preload fifo nested_O0 HOOKPROF_OUTPUT="$F/fifo"
-	exec 7>&-
-	wait $reader
+	wait_fifo_reader
 	check "$label: exit status 0, its output" "status $RC, stdout '$(brief "$DIR/out")'" \
 		[ "$RC" = 0 -a "$(cat "$DIR/out")" = "$NESTED_OUT" ]
 	check "$label: nothing on stderr, no $F/fifo.1" "stderr: $(brief "$DIR/err"); files: $(ls "$F" | tr '\n' ' ')" \

@@ -204,26 +204,6 @@ check "export -o TRACE TRACE: refused in one line, exit 1, the trace left whole"
 	all_of [ $rc = 1 ] -- cli_one_line "$OUT/self.err" "^hookprof: -o .*self.hookprof: that is a trace to read; give another name$" \
 	-- cmp -s "$GOOD" "$OUT/self.hookprof"
 trace_reads() { "$HP" info "$1" >/dev/null 2>&1; }
-# cat FIFO >OUT in the background, once it has the FIFO open: the runtime
-# opens a FIFO without waiting, and takes one that nobody reads yet as no
-# trace (on a loaded machine the reader came too late, and the test hung).
-start_fifo_reader() {
-	cat "$1" >"$2" &
-	reader=$!
-	for _ in $(seq 1 1000); do
-		readlink /proc/$reader/fd/* 2>/dev/null | grep -qxF -- "$1" && return 0
-		sleep 0.01
-	done
-}
-# Waits for it, 20 s at most: a writer that never came must not hang the run.
-wait_fifo_reader() {
-	for _ in $(seq 1 2000); do
-		kill -0 $reader 2>/dev/null || break
-		sleep 0.01
-	done
-	kill $reader 2>/dev/null
-	wait $reader 2>/dev/null
-}
 mkfifo "$OUT/fifo"
 : >"$OUT/empty.hookprof"
 start_fifo_reader "$OUT/fifo" /dev/null
