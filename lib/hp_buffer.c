@@ -1397,16 +1397,24 @@ void hp_buffer_release(struct hp_thread *t, uint32_t seq)
  * whose hook is running on its core, or one whose hook a signal handler
  * interrupted. Those are left out. The hook stores the tick after the
  * address, so a fresh tick means a complete event. Returns the number
- * copied.
+ * copied; *left_out counts the unfilled slots before a filled one (a hook
+ * a handler interrupted: its event is older than the trace's end, as the
+ * writer counts it, HP_LOST_UNFILLED), not the newest ones (hooks under
+ * way as the trace ends: their events come after it).
  */
-static size_t copy_filled(struct hp_raw *to, const struct hp_raw *from, size_t n, uint64_t stale_below)
+static size_t copy_filled(struct hp_raw *to, const struct hp_raw *from, size_t n, uint64_t stale_below,
+			  uint64_t *left_out)
 {
-	size_t copied = 0;
+	size_t copied = 0, unfilled_run = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* Acquire: pairs with the hook's release store of the tick. */
 		uint64_t tick = __atomic_load_n(&from[i].tick, __ATOMIC_ACQUIRE);
-		if (tick < stale_below)
+		if (tick < stale_below) {
+			unfilled_run++;
 			continue;
+		}
+		*left_out += unfilled_run;
+		unfilled_run = 0;
 		to[copied].addr = __atomic_load_n(&from[i].addr, __ATOMIC_RELAXED);
 		to[copied++].tick = tick;
 	}
@@ -1414,9 +1422,10 @@ static size_t copy_filled(struct hp_raw *to, const struct hp_raw *from, size_t n
 }
 
 size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, uint32_t *seq,
-				  int in_signal)
+				  uint64_t *unfilled, int in_signal)
 {
 	size_t n = 0;
+	*unfilled = 0;
 	if (lock_threads(in_signal))
 		return 0;
 	if (!t->exited && t->tls) {
@@ -1439,14 +1448,16 @@ size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch, u
 			 * it publishes head - 1 (no order with our acquire of
 			 * head): the same bound, set long before. */
 			n = copy_filled(scratch, start, (size_t)(pos - start),
-					published_at(&t->chunk[slot_of(t, head)]) + 1);
+					published_at(&t->chunk[slot_of(t, head)]) + 1, unfilled);
 			*seq = head;
 		}
 		/* Published meanwhile: the consumer takes it whole instead. The
 		 * fence keeps the copy's reads before this second look at head. */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&t->head, __ATOMIC_RELAXED) != head)
+		if (__atomic_load_n(&t->head, __ATOMIC_RELAXED) != head) {
 			n = 0;
+			*unfilled = 0;
+		}
 	}
 	hp_mutex_unlock(&hp_threads_lock);
 	return n;

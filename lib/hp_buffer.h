@@ -334,10 +334,11 @@ int hp_buffer_await_fill(struct hp_thread *t, const struct hp_raw *e, uint64_t s
 /* How long it waits at most (1 s; tests). */
 extern uint64_t hp_buffer_await_fill_ns HP_HIDDEN;
 /* Copies the events of a live thread's unpublished chunk (final flush
- * only), but for the slots taken and not filled yet; its own time is not
- * worth a lock, and not given. */
+ * only), but for the slots taken and not filled yet, of which *unfilled
+ * counts those before a filled one (hp_buffer.c, copy_filled); its own
+ * time is not worth a lock, and not given. */
 size_t hp_buffer_snapshot_partial(struct hp_thread *t, struct hp_raw *scratch,
-				  uint32_t *seq, int in_signal) HP_HIDDEN;
+				  uint32_t *seq, uint64_t *unfilled, int in_signal) HP_HIDDEN;
 void hp_buffer_free_thread(struct hp_thread *t) HP_HIDDEN;
 
 /*

@@ -701,16 +701,19 @@ static void live_thread_name(const struct hp_thread *t, char *name, size_t len)
 static void finish_live_thread(struct hp_thread *t, int in_signal)
 {
 	uint32_t seq;
+	uint64_t unfilled;
 	size_t n;
 	/* The thread runs on: a chunk it publishes between the drain and the
 	 * snapshot makes the snapshot give up; drain that one too, and retry. */
 	for (int tries = 0;; tries++) {
-		n = hp_buffer_snapshot_partial(t, scratch, &seq, in_signal);
+		n = hp_buffer_snapshot_partial(t, scratch, &seq, &unfilled, in_signal);
 		if (n || tries == 8 || !drain_published(t))
 			break;
 	}
 	if (n)
 		encode_chunk(t, scratch, n, seq, NULL);
+	if (unfilled && stream(t))
+		t->consumer->unfilled += unfilled;
 	char name[64];
 	live_thread_name(t, name, sizeof(name));
 	thread_end_records(t, name);

@@ -429,7 +429,8 @@ START_TEST(test_snapshot_partial_copies_unpublished)
 		s[j] = (struct hp_raw){ addr_at(8 + j), tick_at(8 + j) };
 	tls.pos = s + 37;
 	uint32_t seq = 0;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 37);
+	uint64_t unfilled;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 37);
 	ck_assert_uint_eq(seq, 2);
 	ck_assert_uint_eq(first_wrong(scratch, 37, 8, 1), NONE);
 	/* a copy: nothing is published or consumed */
@@ -819,7 +820,8 @@ static int child_snapshot_waiting(void *arg)
 		sched_yield();
 	static struct hp_raw snap[CHUNK];
 	uint32_t seq = 0;
-	size_t n = hp_buffer_snapshot_partial(t, snap, &seq, 0);
+	uint64_t unfilled;
+	size_t n = hp_buffer_snapshot_partial(t, snap, &seq, &unfilled, 0);
 	__atomic_store_n(&hp_writer_at_work, 0, __ATOMIC_RELAXED);
 	hp_writer_unlock_after_fork();
 	TK_CHILD_EQ(pthread_join(th, NULL), 0);
@@ -1760,32 +1762,33 @@ START_TEST(test_snapshot_partial_nothing_to_copy)
 {
 	struct hp_tls tls = { 0 };
 	uint32_t seq = 55;
+	uint64_t unfilled;
 	hand_publish(T, 0, 3);
 	/* the owner has not stored anything in its new chunk yet */
 	T->tls = &tls;
 	tls.pos = slot(T, 1);
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 0);
 	/* the owner between publishing and taking its next chunk: pos is still
 	 * at the end of the chunk it published, which is not the partial one */
 	tls.pos = slot(T, 0) + 3;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 0);
 	tls.pos = slot(T, 3) + CHUNK; /* end of the buffer, wrapping to slot 0 */
 	T->head = T->tail = 4;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 0);
 	/* an exited owner published everything; a retired one has no tls */
 	T->head = T->tail = 1;
 	tls.pos = slot(T, 1) + 5;
 	T->exited = 1;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 0);
 	T->exited = 0;
 	T->tls = NULL;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 0);
 	ck_assert_uint_eq(seq, 55);
 	/* and the control: with tls back, the 5 events are there */
 	for (uint64_t j = 0; j < 5; j++)
 		slot(T, 1)[j] = (struct hp_raw){ addr_at(3 + j), tick_at(3 + j) };
 	T->tls = &tls;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 5);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 5);
 	ck_assert_uint_eq(seq, 1);
 }
 END_TEST
@@ -1799,6 +1802,7 @@ START_TEST(test_snapshot_partial_skips_slot_being_filled)
 	 * interrupted by a signal handler, whose events follow). */
 	struct hp_tls tls = { 0 };
 	uint32_t seq;
+	uint64_t unfilled;
 	T->tls = &tls;
 	T->chunk[0].published_at = tick_at(50) - 1; /* its previous lap's */
 	struct hp_raw *s = slot(T, 0);
@@ -1806,23 +1810,32 @@ START_TEST(test_snapshot_partial_skips_slot_being_filled)
 		s[j] = (struct hp_raw){ addr_at(100 + j), tick_at(100 + j) };
 	s[10] = (struct hp_raw){ addr_at(3), tick_at(3) }; /* an earlier lap's */
 	tls.pos = s + 11;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 10);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 10);
 	ck_assert_uint_eq(first_wrong(scratch, 10, 100, 1), NONE);
+	ck_assert_uint_eq(unfilled, 0); /* the newest: its event comes after the end */
 	s[10] = (struct hp_raw){ 0, 0 }; /* a fresh page's */
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 10);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 10);
+	ck_assert_uint_eq(unfilled, 0);
 	/* filled now, with a tick older than the slot before it (a hook whose
 	 * tick was read before a handler's events): still an event */
 	s[10] = (struct hp_raw){ addr_at(110), tick_at(60) };
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 11);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 11);
 	ck_assert_uint_eq(scratch[10].tick, tick_at(60));
-	/* one in the middle, whose hook a handler interrupted */
+	/* one in the middle, whose hook a handler interrupted: its event is
+	 * older than the trace's end, counted lost */
 	s[4] = (struct hp_raw){ addr_at(20), tick_at(20) };
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 10);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 10);
 	ck_assert_uint_eq(first_wrong(scratch, 4, 100, 1), NONE);
 	ck_assert_uint_eq(first_wrong(scratch + 4, 5, 105, 1), NONE);
+	ck_assert_uint_eq(unfilled, 1);
+	/* and the newest too: the one in the middle alone is counted */
+	s[10] = (struct hp_raw){ 0, 0 };
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 9);
+	ck_assert_uint_eq(unfilled, 1);
 	s[0] = (struct hp_raw){ 0, 0 }; /* the only slot, not filled yet */
 	tls.pos = s + 1;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), 0);
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), 0);
+	ck_assert_uint_eq(unfilled, 0);
 }
 END_TEST
 
@@ -1941,7 +1954,8 @@ START_TEST(test_snapshot_partial_full_chunk)
 		s[j] = (struct hp_raw){ addr_at(j), tick_at(j) };
 	tls.pos = s + CHUNK;
 	uint32_t seq;
-	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, 0), CHUNK);
+	uint64_t unfilled;
+	ck_assert_uint_eq(hp_buffer_snapshot_partial(T, scratch, &seq, &unfilled, 0), CHUNK);
 	ck_assert_uint_eq(seq, 3);
 	ck_assert_uint_eq(first_wrong(scratch, CHUNK, 0, 1), NONE);
 	ck_assert_uint_eq(scratch[CHUNK].addr, 0xa5a5a5a5a5a5a5a5ull);
