@@ -52,6 +52,17 @@ function lmin(k,    a, m, i, x) {
 
 function best(k) { return has(k) ? lmin(k) : "" }
 
+# slowest - fastest of a list; "" for a single run
+function range(k) { return has(k) && n[k] >= 2 ? lmax(k) - lmin(k) : "" }
+
+# How far the fastest runs of the no-op and floor cases may be off: the
+# larger of their ranges ("" with single runs).
+function noise(p, m,    a, b) {
+	a = range(p ".noop." m)
+	b = range(p ".floor." m)
+	return a == "" || b == "" ? "" : (a > b ? a : b)
+}
+
 # (max - min) / median of a list, as a percentage; "-" for a single run
 function spread(k,    m) {
 	if (!has(k) || n[k] < 2)
@@ -98,6 +109,12 @@ function derive(p,    t, nw, nc, fw, fc, i, tools) {
 	d["wall_ratio"] = d["hookprof_wall"] != "" && fw != "" && fw > nw ? (d["hookprof_wall"] - nw) / (fw - nw) : ""
 	d["cpu_ratio"] = d["hookprof_cpu"] != "" && fc != "" && fc > nc ? (d["hookprof_cpu"] - nc) / (fc - nc) : ""
 	d["time_ratio"] = d["hookprof_wall"] != "" && fw > 0 ? d["hookprof_wall"] / fw : ""
+	# A ratio whose denominator, the floor's overhead, is under twice the
+	# runs' noise could be off by half or more: it is shown, not judged.
+	d["noise_wall"] = noise(p, "wall")
+	d["noise_cpu"] = noise(p, "cpu")
+	d["unsure_wall"] = d["wall_ratio"] != "" && d["noise_wall"] != "" && fw - nw < 2 * d["noise_wall"]
+	d["unsure_cpu"] = d["cpu_ratio"] != "" && d["noise_cpu"] != "" && fc - nc < 2 * d["noise_cpu"]
 	d["target_wall"] = has(p ".target.wall") ? v[p ".target.wall"] + 0 : 1.25
 	d["target_cpu"] = has(p ".target.cpu") ? v[p ".target.cpu"] + 0 : 2
 	d["hp_bytes"] = med(p ".hookprof.bytes")
@@ -117,8 +134,16 @@ function verdict(x, limit, above) {
 
 function ratio(x) { return x == "" ? "n/a" : sprintf("%.2fx", x) }
 
-# "*" after a ratio over its target
-function mark(x, limit) { return x != "" && x > limit ? "*" : "" }
+# "*" after a ratio over its target, "?" after one below the noise
+function mark(x, limit, unsure) { return unsure ? "?" : x != "" && x > limit ? "*" : "" }
+
+# The verdict on overhead ratio m ("wall" or "cpu") of the program derived.
+function ratio_verdict(m) {
+	if (d["unsure_" m])
+		return sprintf("below the noise: the floor adds %.3f s, the no-op and floor runs spread up to %.3f s",
+			d["floor_" m] - d["noop_" m], d["noise_" m])
+	return verdict(d[m "_ratio"], d["target_" m], 0)
+}
 
 # ---- program mode --------------------------------------------------------------
 
@@ -155,8 +180,8 @@ function print_program(p,    e) {
 	row("uftrace (1 run)", "uftrace", p)
 	if (d["wall_ratio"] != "" || d["cpu_ratio"] != "")
 		printf "  hookprof/floor overhead: wall %s (target <= %sx: %s), cpu %s (target <= %sx: %s); plain wall time %s\n",
-			ratio(d["wall_ratio"]), d["target_wall"], verdict(d["wall_ratio"], d["target_wall"], 0),
-			ratio(d["cpu_ratio"]), d["target_cpu"], verdict(d["cpu_ratio"], d["target_cpu"], 0),
+			ratio(d["wall_ratio"]), d["target_wall"], ratio_verdict("wall"),
+			ratio(d["cpu_ratio"]), d["target_cpu"], ratio_verdict("cpu"),
 			ratio(d["time_ratio"])
 	if (d["hp_bpe"] != "" || d["uf_bpe"] != "") {
 		printf "  bytes per event:"
@@ -202,13 +227,15 @@ function print_summary(    i, p) {
 		derive(p)
 		printf "%-9s %11s %9s %9s %9s %9s %9s %8s %8s %9s\n", p,
 			d["calls"] == "" ? "n/a" : commas(d["calls"]), f("%.1f", d["floor_nsw"]),
-			f("%.1f", d["hookprof_nsw"]), f("%.1f", d["uftrace_nsw"]), ratio(d["wall_ratio"]) mark(d["wall_ratio"], d["target_wall"]),
-			ratio(d["cpu_ratio"]) mark(d["cpu_ratio"], d["target_cpu"]), f("%.2f", d["hp_bpe"]), f("%.2f", d["uf_bpe"]),
+			f("%.1f", d["hookprof_nsw"]), f("%.1f", d["uftrace_nsw"]), ratio(d["wall_ratio"]) mark(d["wall_ratio"], d["target_wall"], d["unsure_wall"]),
+			ratio(d["cpu_ratio"]) mark(d["cpu_ratio"], d["target_cpu"], d["unsure_cpu"]), f("%.2f", d["hp_bpe"]), f("%.2f", d["uf_bpe"]),
 			f("%+.1f", d["hookprof_rssg"])
 	}
 	printf "%-9s %11s %9s %9s %9s %9s %9s %8s %8s %9s\n", "target", "", "", "", "",
 		"<= 1.25x", "<= 2x", "<= 3", "", "<= 32"
 	printf "   * over its target; minigzip's wall target is 1.5x, threads8's and threads64's 1.4x wall, 1.6x cpu\n"
+	printf "   ? below the noise: the floor's overhead is under twice the spread of the no-op or floor runs, so\n"
+	printf "     the ratio could be off by half or more (more runs, BENCH_REPS, or a quieter machine)\n"
 	printf "   wall ovh = (hookprof wall - no-op wall) / (floor wall - no-op wall); cpu ovh likewise with user+sys\n"
 	derive_report()
 	if (r_hp != "") {
@@ -251,10 +278,11 @@ function print_markdown(    i, p) {
 	for (i = 1; i <= np; i++) {
 		p = plist[i]
 		derive(p)
-		printf "| %s | %s | %s | %s | %s | %s (<= %sx) | %s (<= %sx) | %s | %s | %s |\n", p,
+		printf "| %s | %s | %s | %s | %s | %s (<= %sx)%s | %s (<= %sx)%s | %s | %s | %s |\n", p,
 			d["calls"] == "" ? "n/a" : commas(d["calls"]), f("%.1f", d["floor_nsw"]),
 			f("%.1f", d["hookprof_nsw"]), f("%.1f", d["uftrace_nsw"]), ratio(d["wall_ratio"]),
-			d["target_wall"], ratio(d["cpu_ratio"]), d["target_cpu"], f("%.2f", d["hp_bpe"]), f("%.2f", d["uf_bpe"]),
+			d["target_wall"], d["unsure_wall"] ? " below the noise" : "", ratio(d["cpu_ratio"]), d["target_cpu"],
+			d["unsure_cpu"] ? " below the noise" : "", f("%.2f", d["hp_bpe"]), f("%.2f", d["uf_bpe"]),
 			f("%+.1f", d["hookprof_rssg"])
 	}
 	derive_report()
@@ -281,7 +309,8 @@ function print_markdown(    i, p) {
 		md_row(p, "hookprof", "hookprof")
 		md_row(p, "uftrace", "uftrace")
 	}
-	printf "\nspread = (slowest - fastest) / median wall time over the runs.\n"
+	printf "\nspread = (slowest - fastest) / median wall time over the runs. *below the noise*: the floor's\n"
+	printf "overhead is under twice the spread (in seconds) of the no-op or floor runs: the ratio could be off by half or more.\n"
 }
 
 END {
