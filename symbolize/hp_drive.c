@@ -592,6 +592,27 @@ static inline int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int l
 	return send_exit(d, s, fr, span, lost, self);
 }
 
+/* A call whose exit is the thread's next event, in a thread whose every
+ * frame is shown at once (no filter that chooses calls, no --min): push
+ * and pop in one, its frame never stored on the thread's stack. */
+static inline int leaf_call(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t start,
+			    uint64_t end)
+{
+	uint32_t fn = global_fn(d, func);
+	if (fn == HP_NO_FN)
+		return -1;
+	size_t depth = s->depth;
+	struct dframe fr = {
+		.start = start, .fn = fn, .up = depth ? (uint32_t)(depth - 1) : NO_FRAME,
+		.sdepth = (uint32_t)depth, .shown = 1, .hooked = !hp_is_region_func(func),
+		.exit_next = (uint8_t)d->exit_next,
+	};
+	if (send_enter(d, s, &fr))
+		return -1;
+	uint64_t span = frame_span(&fr, end);
+	return send_exit(d, s, &fr, span, 0, frame_self(d, &fr, span));
+}
+
 static int close_all(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 {
 	while (s->depth)
@@ -615,14 +636,22 @@ static void take_own(struct tstate *s, uint64_t own)
 
 static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, size_t n)
 {
+	int leaves = !d->call_filters && s->wanted && !d->by_min; /* leaf_call's case */
 	for (size_t i = 0; i < n; i++) {
 		struct hp_ev cut;
 		if (ev[i].kind == HP_EV_ENTER || ev[i].kind == HP_EV_EXIT) {
 			/* nearly every event: no copy of it */
 			uint64_t tick = hp_pause_call(&s->pause, ev[i].tick);
-			int rc = ev[i].kind == HP_EV_ENTER ? push(d, s, ev[i].func, tick)
-				 : s->depth		   ? pop(d, s, tick, 0)
-							   : 0;
+			int rc;
+			if (ev[i].kind == HP_EV_EXIT) {
+				rc = s->depth ? pop(d, s, tick, 0) : 0;
+			} else if (leaves && i + 1 < n && ev[i + 1].kind == HP_EV_EXIT) {
+				uint64_t start = tick;
+				tick = hp_pause_call(&s->pause, ev[++i].tick);
+				rc = leaf_call(d, s, ev[i - 1].func, start, tick);
+			} else {
+				rc = push(d, s, ev[i].func, tick);
+			}
 			if (rc)
 				return -1;
 			s->last_tick = tick; /* as the flat profile's: frames end at calls' ticks */
