@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "hp_carry.h"
+#include "hp_flat.h"
 #include "hp_merge.h"
 #include "hp_format.h"
 #include "hp_opencount.h"
@@ -66,6 +67,7 @@ struct tstate {
 	uint64_t own;
 	uint64_t last_tick;
 	int wanted;         /* the thread filter lets it through */
+	uint32_t flat_group; /* with a view's flat profile: the group of its calls */
 };
 
 enum { FN_KNOWN = 1, FN_EXCLUDED = 2, FN_MATCHES = 4 };
@@ -100,6 +102,7 @@ struct hp_drive {
 	 * apart from them). */
 	int (*enter)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
 	int (*exit)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
+	struct hp_flat *flat;   /* the view's hp_view.flat: calls counted there */
 	int by_min;             /* --min: a frame is sent once known long enough */
 	struct hp_fntab fns;
 	uint8_t *fnflags;       /* per fns id: FN_* */
@@ -323,6 +326,7 @@ static struct tstate *thread_state(struct hp_drive *d, uint32_t stream)
 		if (!(s->vt = new_thread(d, stream)))
 			return NULL;
 		s->wanted = thread_wanted(&d->o->filter, s->vt);
+		s->flat_group = hp_flat_group(d->v->flat_per, s->vt);
 	}
 	return s;
 }
@@ -467,6 +471,20 @@ static inline int send_exit(struct hp_drive *d, struct tstate *s, struct dframe 
 	double self = hp_carry_pay(&o->owed, raw);
 	o->n--;
 	double dur = self + fr->child;
+	if (fr->up == NO_FRAME) {
+		d->root_span += (double)(int64_t)span;
+		d->root_dur += dur;
+	} else {
+		s->f[fr->up].child += dur;
+		s->f[fr->up].child_span += span;
+		s->f[fr->up].kids += fr->hooked;
+		s->f[fr->up].had_child = 1;
+	}
+	if (d->flat) /* a lost frame is no call */
+		return lost ? 0 : hp_flat_count(d->flat, s->flat_group, fr->fn, dur * d->tb.ns_per_tick,
+						self * d->tb.ns_per_tick, fr->outermost);
+	if (!d->exit)
+		return 0;
 	struct hp_vframe vf = {
 		.fn = fr->fn, .depth = fr->sdepth,
 		.dur = dur * d->tb.ns_per_tick,
@@ -477,16 +495,7 @@ static inline int send_exit(struct hp_drive *d, struct tstate *s, struct dframe 
 		vf.start = ns_at(d, fr->start);
 		vf.end = ns_at(d, fr->start + span);
 	}
-	if (fr->up == NO_FRAME) {
-		d->root_span += (double)(int64_t)span;
-		d->root_dur += dur;
-	} else {
-		s->f[fr->up].child += dur;
-		s->f[fr->up].child_span += span;
-		s->f[fr->up].kids += fr->hooked;
-		s->f[fr->up].had_child = 1;
-	}
-	return d->exit ? d->exit(d->v, s->vt, &vf) : 0;
+	return d->exit(d->v, s->vt, &vf);
 }
 
 /* A mark or value, unless the thread or --time filter hides it. Its depth
@@ -1111,6 +1120,7 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	*err = 0;
 	v->d = &d;
 	int rc = v->ops->open ? v->ops->open(v, err, errlen) : 0;
+	d.flat = v->flat;
 	struct hp_analysis a, last = { 0 };
 	int have_last = 0;
 	if (!rc && !(d.seen = calloc((size_t)npaths + 1, sizeof(*d.seen)))) {
