@@ -463,11 +463,13 @@ static inline double frame_self(const struct hp_drive *d, const struct dframe *f
 }
 
 /* The frame ends span ticks after its start (frame_span, at least 0);
- * raw: frame_self(d, fr, span), which pop computed already. */
-static inline int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t span,
-		     int lost, double raw)
+ * raw: frame_self(d, fr, span), which pop computed already; o: its
+ * function's slot in the thread's open counts. Inline in each caller
+ * (pop, leaf_call): the frame's fields stay in registers. */
+static inline __attribute__((always_inline)) int
+send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, struct hp_open_slot *o,
+	  uint64_t span, int lost, double raw)
 {
-	struct hp_open_slot *o = hp_opencount_at(&s->open, fr->fn, fr->open_at);
 	double self = hp_carry_pay(&o->owed, raw);
 	o->n--;
 	double dur = self + fr->child;
@@ -598,7 +600,7 @@ static inline int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int l
 		if (send_pending(d, s, i))
 			return -1;
 	}
-	return send_exit(d, s, fr, span, lost, self);
+	return send_exit(d, s, fr, hp_opencount_at(&s->open, fr->fn, fr->open_at), span, lost, self);
 }
 
 /* A call whose exit is the thread's next event, in a thread whose every
@@ -619,7 +621,8 @@ static inline int leaf_call(struct hp_drive *d, struct tstate *s, uint32_t func,
 	if (send_enter(d, s, &fr))
 		return -1;
 	uint64_t span = frame_span(&fr, end);
-	return send_exit(d, s, &fr, span, 0, frame_self(d, &fr, span));
+	/* its slot, where send_enter left it: nothing entered since */
+	return send_exit(d, s, &fr, &s->open.slot[fr.open_at], span, 0, frame_self(d, &fr, span));
 }
 
 static int close_all(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
