@@ -582,7 +582,10 @@ static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t ti
 	return 0;
 }
 
-static inline int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
+/* Inline in feed and close_all (gcc would keep it out of line, with
+ * send_exit in it): a call to it cost more than its common path. */
+static inline __attribute__((always_inline)) int
+pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 {
 	uint32_t i = (uint32_t)--s->depth;
 	struct dframe *fr = &s->f[i];
