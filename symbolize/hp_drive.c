@@ -651,7 +651,9 @@ static void take_own(struct tstate *s, uint64_t own)
 
 static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, size_t n)
 {
-	int leaves = !d->call_filters && s->wanted && !d->by_min; /* leaf_call's case */
+	/* An enter before ev[pairs] has an event after it, and is a leaf's if
+	 * that is an exit: leaf_call takes it, in its case. */
+	size_t pairs = !d->call_filters && s->wanted && !d->by_min && n ? n - 1 : 0;
 	for (size_t i = 0; i < n; i++) {
 		struct hp_ev cut;
 		if (ev[i].kind == HP_EV_ENTER || ev[i].kind == HP_EV_EXIT) {
@@ -660,7 +662,7 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 			int rc;
 			if (ev[i].kind == HP_EV_EXIT) {
 				rc = s->depth ? pop(d, s, tick, 0) : 0;
-			} else if (leaves && i + 1 < n && ev[i + 1].kind == HP_EV_EXIT) {
+			} else if (i < pairs && ev[i + 1].kind == HP_EV_EXIT) {
 				uint64_t start = tick;
 				tick = hp_pause_call(&s->pause, ev[++i].tick);
 				rc = leaf_call(d, s, ev[i - 1].func, start, tick);
