@@ -244,7 +244,7 @@ static void reset(struct hp_dec_stream *s)
  * again at every event. Pointers, not indices and bounds: fewer values
  * live in the loop, and all of them fit in registers. */
 struct calls_state {
-	struct hp_ev *ev, *ev_end; /* the next event's place; the room's end */
+	struct hp_ev *ev;          /* the next event's place */
 	uint32_t *top;             /* the next frame's place on the stack */
 	uint32_t *counted;         /* the frames below it are counted */
 	uint32_t nfuncs;
@@ -314,7 +314,9 @@ static inline const uint8_t *common_event(struct calls_state *c, const uint8_t *
 /* Decodes the common events from *pp on, as long as they come and out has
  * room (below limit); nearly every event of a trace takes this path. Each
  * event moves the depth by one at most: it stops after as many as the
- * stack has room for, so that an enter needs no test of its own. */
+ * stack has room for, so that an enter needs no test of its own. Each
+ * takes a byte at least: no event begins `room` bytes on, and that one
+ * bound holds both the bytes and the room. */
 static void decode_calls(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t **pp,
 			 const uint8_t *end, size_t limit, struct hp_evbuf *out, uint64_t *tick,
 			 long *recorded)
@@ -325,12 +327,13 @@ static void decode_calls(struct hp_funcs *f, struct hp_dec_stream *s, const uint
 	if (room > s->cap - s->depth)
 		room = s->cap - s->depth;
 	struct calls_state c = {
-		.ev = out->ev + out->n, .ev_end = out->ev + out->n + room,
+		.ev = out->ev + out->n,
 		.top = s->stack + s->depth, .counted = s->stack + s->counted,
 		.nfuncs = f->n, .tick = *tick,
 	};
 	const uint8_t *p = *pp, *next;
-	while (p < end && c.ev < c.ev_end && (next = common_event(&c, p, end)))
+	const uint8_t *stop = (size_t)(end - p) > room ? p + room : end;
+	while (p < stop && (next = common_event(&c, p, end)))
 		p = next;
 	*pp = p;
 	*tick = c.tick;
