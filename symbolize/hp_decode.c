@@ -260,17 +260,17 @@ static inline void emit_call(struct calls_state *c, uint32_t func, uint32_t kind
 	e->value = 0;
 }
 
-/* One common event at p: an exit of the top frame (a function's, counted
- * by nobody) or an enter of a defined function; the buffer and the stack
- * have room for it (decode_calls). The byte after it, or NULL if it is any
- * other (decode_into's general path takes it, and says what is wrong with
- * it). */
+/* One common event at p, before the record's last byte: an exit of the
+ * top frame (a function's, counted by nobody) or an enter of a defined
+ * function; the buffer and the stack have room for it (decode_calls). The
+ * byte after it, or NULL if it is any other (decode_into's general path
+ * takes it, and says what is wrong with it). */
 static inline const uint8_t *common_event(struct calls_state *c, const uint8_t *p,
 					  const uint8_t *end)
 {
 	uint8_t op = *p++;
 	uint64_t u, v;
-	if (op < HP_OP_ENTER_SHORT_MAX && p < end && *p < 0x80 && op < c->nfuncs) {
+	if (op < HP_OP_ENTER_SHORT_MAX && *p < 0x80 && op < c->nfuncs) {
 		/* the most common enter: an index and a tick of one byte each */
 		c->tick += *p++;
 		*c->top++ = op;
@@ -316,7 +316,9 @@ static inline const uint8_t *common_event(struct calls_state *c, const uint8_t *
  * event moves the depth by one at most: it stops after as many as the
  * stack has room for, so that an enter needs no test of its own. Each
  * takes a byte at least: no event begins `room` bytes on, and that one
- * bound holds both the bytes and the room. */
+ * bound holds both the bytes and the room. Nor at the record's last byte
+ * (one byte, or an event cut short: the general path's), so that the
+ * common enter's second byte is there. */
 static void decode_calls(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t **pp,
 			 const uint8_t *end, size_t limit, struct hp_evbuf *out, uint64_t *tick,
 			 long *recorded)
@@ -332,7 +334,8 @@ static void decode_calls(struct hp_funcs *f, struct hp_dec_stream *s, const uint
 		.nfuncs = f->n, .tick = *tick,
 	};
 	const uint8_t *p = *pp, *next;
-	const uint8_t *stop = (size_t)(end - p) > room ? p + room : end;
+	size_t before_last = end > p ? (size_t)(end - p) - 1 : 0;
+	const uint8_t *stop = p + (before_last < room ? before_last : room);
 	while (p < stop && (next = common_event(&c, p, end)))
 		p = next;
 	*pp = p;
