@@ -649,22 +649,31 @@ static void take_own(struct tstate *s, uint64_t own)
 		s->f[i].own += own;
 }
 
+/* A call's tick on its thread's cut timeline; uncut: hp_pause_uncut as it
+ * was after the thread's last control event (only those move the pause
+ * state), when the tick needs no cut. */
+static inline uint64_t call_tick(struct tstate *s, int uncut, uint64_t tick)
+{
+	return uncut ? hp_pause_call_uncut(&s->pause, tick) : hp_pause_call(&s->pause, tick);
+}
+
 static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, size_t n)
 {
 	/* An enter before ev[pairs] has an event after it, and is a leaf's if
 	 * that is an exit: leaf_call takes it, in its case. */
 	size_t pairs = !d->call_filters && s->wanted && !d->by_min && n ? n - 1 : 0;
+	int uncut = hp_pause_uncut(&s->pause); /* call_tick's */
 	for (size_t i = 0; i < n; i++) {
 		struct hp_ev cut;
 		if (ev[i].kind == HP_EV_ENTER || ev[i].kind == HP_EV_EXIT) {
 			/* nearly every event: no copy of it */
-			uint64_t tick = hp_pause_call(&s->pause, ev[i].tick);
+			uint64_t tick = call_tick(s, uncut, ev[i].tick);
 			int rc;
 			if (ev[i].kind == HP_EV_EXIT) {
 				rc = s->depth ? pop(d, s, tick, 0) : 0;
 			} else if (i < pairs && ev[i + 1].kind == HP_EV_EXIT) {
 				uint64_t start = tick;
-				tick = hp_pause_call(&s->pause, ev[++i].tick);
+				tick = call_tick(s, uncut, ev[++i].tick);
 				rc = leaf_call(d, s, ev[i - 1].func, start, tick);
 			} else {
 				rc = push(d, s, ev[i].func, tick);
@@ -679,7 +688,9 @@ static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, si
 				take_own(s, hp_pause_own(&s->pause, &ev[i]));
 			continue;
 		}
-		if (!hp_pause_control(&s->pause, &ev[i], &cut)) /* calls came above */
+		int passed = hp_pause_control(&s->pause, &ev[i], &cut); /* calls came above */
+		uncut = hp_pause_uncut(&s->pause);
+		if (!passed)
 			continue;
 		const struct hp_ev *e = &cut;
 		int rc;
