@@ -136,6 +136,23 @@ static int leave(struct hp_spacing *s, struct feeding *l, const struct hp_ev *e)
 	return 0;
 }
 
+/* An enter e and its exit x right after it: enter and leave in one, no
+ * frame stored. */
+static int leaf(struct hp_spacing *s, struct feeding *l, const struct hp_ev *e,
+		const struct hp_ev *x)
+{
+	struct frame *up = l->depth ? &l->f[l->depth - 1] : NULL;
+	int region = hp_is_region_func(e->func);
+	if (l->after_exit && up && !hp_is_region_func(up->func) && !region &&
+	    add(s, &s->gap, up->func, e->tick - l->exit_tick))
+		return -1;
+	if (up)
+		up->kids = 1;
+	l->after_exit = !region;
+	l->exit_tick = x->tick;
+	return region ? 0 : add(s, &s->leaf, e->func, x->tick - e->tick);
+}
+
 /* Anything else between two hook events (own time, a pause, a mark) is not
  * the hooks' spacing. */
 static void interrupt(struct feeding *l, const struct hp_ev *e)
@@ -157,7 +174,9 @@ int hp_spacing_feed(struct hp_spacing *s, uint32_t stream, const struct hp_ev *e
 	struct feeding l = { t->f, t->depth, t->after_exit, t->exit_tick };
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
-		if (ev[i].kind == HP_EV_ENTER)
+		if (ev[i].kind == HP_EV_ENTER && i + 1 < n && ev[i + 1].kind == HP_EV_EXIT)
+			rc = leaf(s, &l, &ev[i], &ev[i + 1]), i++;
+		else if (ev[i].kind == HP_EV_ENTER)
 			rc = enter(s, t, &l, &ev[i]);
 		else if (ev[i].kind == HP_EV_EXIT)
 			rc = leave(s, &l, &ev[i]);
