@@ -659,36 +659,38 @@ static inline uint64_t call_tick(struct tstate *s, int uncut, uint64_t tick)
 
 static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, size_t n)
 {
-	/* An enter before ev[pairs] has an event after it, and is a leaf's if
+	const struct hp_ev *end = ev + n;
+	/* An enter before `pairs` has an event after it, and is a leaf's if
 	 * that is an exit: leaf_call takes it, in its case. */
-	size_t pairs = !d->call_filters && s->wanted && !d->by_min && n ? n - 1 : 0;
+	const struct hp_ev *pairs = !d->call_filters && s->wanted && !d->by_min && n ? end - 1 : ev;
 	int uncut = hp_pause_uncut(&s->pause); /* call_tick's */
-	for (size_t i = 0; i < n; i++) {
+	for (const struct hp_ev *at = ev; at < end; at++) {
 		struct hp_ev cut;
-		if (ev[i].kind == HP_EV_ENTER || ev[i].kind == HP_EV_EXIT) {
+		if (at->kind == HP_EV_ENTER || at->kind == HP_EV_EXIT) {
 			/* nearly every event: no copy of it */
-			uint64_t tick = call_tick(s, uncut, ev[i].tick);
+			uint64_t tick = call_tick(s, uncut, at->tick);
 			int rc;
-			if (ev[i].kind == HP_EV_EXIT) {
+			if (at->kind == HP_EV_EXIT) {
 				rc = s->depth ? pop(d, s, tick, 0) : 0;
-			} else if (i < pairs && ev[i + 1].kind == HP_EV_EXIT) {
+			} else if (at < pairs && at[1].kind == HP_EV_EXIT) {
 				uint64_t start = tick;
-				tick = call_tick(s, uncut, ev[++i].tick);
-				rc = leaf_call(d, s, ev[i - 1].func, start, tick);
+				tick = call_tick(s, uncut, at[1].tick);
+				rc = leaf_call(d, s, at->func, start, tick);
+				at++;
 			} else {
-				rc = push(d, s, ev[i].func, tick);
+				rc = push(d, s, at->func, tick);
 			}
 			if (rc)
 				return -1;
 			s->last_tick = tick; /* as the flat profile's: frames end at calls' ticks */
 			continue;
 		}
-		if (ev[i].kind == HP_EV_OWN) {
+		if (at->kind == HP_EV_OWN) {
 			if (!d->o->filter.raw)
-				take_own(s, hp_pause_own(&s->pause, &ev[i]));
+				take_own(s, hp_pause_own(&s->pause, at));
 			continue;
 		}
-		int passed = hp_pause_control(&s->pause, &ev[i], &cut); /* calls came above */
+		int passed = hp_pause_control(&s->pause, at, &cut); /* calls came above */
 		uncut = hp_pause_uncut(&s->pause);
 		if (!passed)
 			continue;
