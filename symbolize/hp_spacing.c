@@ -173,15 +173,16 @@ int hp_spacing_feed(struct hp_spacing *s, uint32_t stream, const struct hp_ev *e
 	struct stream *t = &s->st[stream];
 	struct feeding l = { t->f, t->depth, t->after_exit, t->exit_tick };
 	int rc = 0;
-	for (size_t i = 0; i < n && !rc; i++) {
-		if (ev[i].kind == HP_EV_ENTER && i + 1 < n && ev[i + 1].kind == HP_EV_EXIT)
-			rc = leaf(s, &l, &ev[i], &ev[i + 1]), i++;
-		else if (ev[i].kind == HP_EV_ENTER)
-			rc = enter(s, t, &l, &ev[i]);
-		else if (ev[i].kind == HP_EV_EXIT)
-			rc = leave(s, &l, &ev[i]);
+	const struct hp_ev *end = ev + n, *last = n ? end - 1 : ev;
+	for (const struct hp_ev *e = ev; e < end && !rc; e++) {
+		if (e->kind == HP_EV_ENTER && e < last && e[1].kind == HP_EV_EXIT)
+			rc = leaf(s, &l, e, e + 1), e++;
+		else if (e->kind == HP_EV_ENTER)
+			rc = enter(s, t, &l, e);
+		else if (e->kind == HP_EV_EXIT)
+			rc = leave(s, &l, e);
 		else
-			interrupt(&l, &ev[i]);
+			interrupt(&l, e);
 	}
 	t->depth = l.depth;
 	t->after_exit = l.after_exit;
