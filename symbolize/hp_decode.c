@@ -241,40 +241,44 @@ static void reset(struct hp_dec_stream *s)
 
 /* The state the common path keeps in locals: stores to the events could
  * alias the stream's and the buffer's fields, which then would be read
- * again at every event. */
+ * again at every event. Pointers, not indices and bounds: fewer values
+ * live in the loop, and all of them fit in registers. */
 struct calls_state {
-	struct hp_ev *ev;
-	size_t n, room;
-	uint32_t *stack;
-	size_t depth, cap, counted;
+	struct hp_ev *ev;          /* the next event's place */
+	uint32_t *top;             /* the next frame's place on the stack */
+	uint32_t *counted;         /* the frames below it are counted */
 	uint32_t nfuncs;
 	uint64_t tick;
 };
 
 static inline void emit_call(struct calls_state *c, uint32_t func, uint32_t kind)
 {
-	c->ev[c->n++] = (struct hp_ev){ .tick = c->tick, .func = func, .kind = kind };
+	struct hp_ev *e = c->ev++;
+	e->tick = c->tick;
+	e->func = func;
+	e->kind = kind;
+	e->value = 0;
 }
 
-/* One common event at p: an exit of the top frame (a function's, counted
- * by nobody) or an enter of a defined function, with room for it in the
- * buffer and on the stack. The byte after it, or NULL if it is any other
- * (decode_into's general path takes it, and says what is wrong with it). */
+/* One common event at p, before the record's last byte: an exit of the
+ * top frame (a function's, counted by nobody) or an enter of a defined
+ * function; the buffer and the stack have room for it (decode_calls). The
+ * byte after it, or NULL if it is any other (decode_into's general path
+ * takes it, and says what is wrong with it). */
 static inline const uint8_t *common_event(struct calls_state *c, const uint8_t *p,
 					  const uint8_t *end)
 {
 	uint8_t op = *p++;
 	uint64_t u, v;
-	if (op < HP_OP_ENTER_SHORT_MAX && p < end && *p < 0x80 && op < c->nfuncs &&
-	    c->depth < c->cap) {
+	if (op < HP_OP_ENTER_SHORT_MAX && *p < 0x80 && op < c->nfuncs) {
 		/* the most common enter: an index and a tick of one byte each */
 		c->tick += *p++;
-		c->stack[c->depth++] = op;
+		*c->top++ = op;
 		emit_call(c, op, HP_EV_ENTER);
 		return p;
 	}
 	if (op & HP_OP_EXIT_SHORT || op == HP_OP_EXIT_LONG) {
-		if (c->depth <= c->counted || hp_is_region_func(c->stack[c->depth - 1]))
+		if (c->top <= c->counted || hp_is_region_func(c->top[-1]))
 			return NULL;
 		if (op == HP_OP_EXIT_LONG) {
 			if (!(p = hp_get_uvarint(p, end, &u)))
@@ -283,11 +287,10 @@ static inline const uint8_t *common_event(struct calls_state *c, const uint8_t *
 		} else {
 			c->tick += op & 0x7f;
 		}
-		emit_call(c, c->stack[--c->depth], HP_EV_EXIT);
+		c->top--;
+		emit_call(c, *c->top, HP_EV_EXIT);
 		return p;
 	}
-	if (c->depth == c->cap)
-		return NULL;
 	if (op < HP_OP_ENTER_SHORT_MAX) {
 		v = op;
 	} else if (op == HP_OP_ENTER_SHORT_MAX || op == HP_OP_ENTER_LONG) {
@@ -299,31 +302,48 @@ static inline const uint8_t *common_event(struct calls_state *c, const uint8_t *
 	if (!(p = hp_get_uvarint(p, end, &u)) || v >= c->nfuncs)
 		return NULL;
 	c->tick += op == HP_OP_ENTER_LONG ? (uint64_t)hp_unzigzag(u) : u;
-	c->stack[c->depth++] = (uint32_t)v;
+	*c->top++ = (uint32_t)v;
 	emit_call(c, (uint32_t)v, HP_EV_ENTER);
 	return p;
 }
 
+/* Room on the stack for this many enters at least, where there is memory:
+ * decode_calls decodes no more events than the stack has room for. */
+#define STACK_AHEAD 256
+
 /* Decodes the common events from *pp on, as long as they come and out has
- * room (below limit); nearly every event of a trace takes this path. */
+ * room (below limit); nearly every event of a trace takes this path. Each
+ * event moves the depth by one at most: it stops after as many as the
+ * stack has room for, so that an enter needs no test of its own. Each
+ * takes a byte at least: no event begins `room` bytes on, and that one
+ * bound holds both the bytes and the room. Nor at the record's last byte
+ * (one byte, or an event cut short: the general path's), so that the
+ * common enter's second byte is there. */
 static void decode_calls(struct hp_funcs *f, struct hp_dec_stream *s, const uint8_t **pp,
 			 const uint8_t *end, size_t limit, struct hp_evbuf *out, uint64_t *tick,
 			 long *recorded)
 {
+	while (s->cap - s->depth < STACK_AHEAD && !grow_stack(s))
+		; /* out of memory: the general path says so at its push */
+	size_t room = (limit < out->cap ? limit : out->cap) - out->n;
+	if (room > s->cap - s->depth)
+		room = s->cap - s->depth;
 	struct calls_state c = {
-		.ev = out->ev, .n = out->n, .room = limit < out->cap ? limit : out->cap,
-		.stack = s->stack, .depth = s->depth, .cap = s->cap, .counted = s->counted,
+		.ev = out->ev + out->n,
+		.top = s->stack + s->depth, .counted = s->stack + s->counted,
 		.nfuncs = f->n, .tick = *tick,
 	};
 	const uint8_t *p = *pp, *next;
-	size_t n0 = c.n;
-	while (p < end && c.n < c.room && (next = common_event(&c, p, end)))
+	size_t before_last = end > p ? (size_t)(end - p) - 1 : 0;
+	const uint8_t *stop = p + (before_last < room ? before_last : room);
+	while (p < stop && (next = common_event(&c, p, end)))
 		p = next;
 	*pp = p;
 	*tick = c.tick;
-	*recorded += (long)(c.n - n0);
-	out->n = c.n;
-	s->depth = c.depth;
+	size_t n = (size_t)(c.ev - out->ev);
+	*recorded += (long)(n - out->n);
+	out->n = n;
+	s->depth = (size_t)(c.top - s->stack);
 }
 
 /* Appends events of rec to out until out holds limit of them. */

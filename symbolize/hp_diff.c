@@ -60,16 +60,14 @@ struct collect {
 	struct side *s;
 };
 
+/* The driver counts each call in the figures of its run. */
 static int open_collect(struct hp_view *v, char *err, size_t errlen)
 {
-	(void)v, (void)err, (void)errlen;
-	return 0;
-}
-
-static int exit_collect(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *fr)
-{
+	(void)err, (void)errlen;
 	struct collect *c = v->state;
-	return hp_flat_add(&c->fl, t->trace, fr);
+	v->flat = &c->fl;
+	v->flat_per = HP_PER_RUN;
+	return 0;
 }
 
 static int trace_done_collect(struct hp_view *v, const struct hp_analysis *a, char *err, size_t errlen)
@@ -139,7 +137,6 @@ static const struct hp_view_ops collect_ops = {
 	.summary = "the flat figures of each run, for diff",
 	.flags = HP_VIEW_NO_TIMES,
 	.open = open_collect,
-	.exit = exit_collect,
 	.trace_done = trace_done_collect,
 	.end = end_collect,
 	.close = close_collect,

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "hp_carry.h"
+#include "hp_flat.h"
 #include "hp_merge.h"
 #include "hp_format.h"
 #include "hp_opencount.h"
@@ -66,6 +67,7 @@ struct tstate {
 	uint64_t own;
 	uint64_t last_tick;
 	int wanted;         /* the thread filter lets it through */
+	uint32_t flat_group; /* with a view's flat profile: the group of its calls */
 };
 
 enum { FN_KNOWN = 1, FN_EXCLUDED = 2, FN_MATCHES = 4 };
@@ -100,6 +102,7 @@ struct hp_drive {
 	 * apart from them). */
 	int (*enter)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
 	int (*exit)(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *f);
+	struct hp_flat *flat;   /* the view's hp_view.flat: calls counted there */
 	int by_min;             /* --min: a frame is sent once known long enough */
 	struct hp_fntab fns;
 	uint8_t *fnflags;       /* per fns id: FN_* */
@@ -323,6 +326,7 @@ static struct tstate *thread_state(struct hp_drive *d, uint32_t stream)
 		if (!(s->vt = new_thread(d, stream)))
 			return NULL;
 		s->wanted = thread_wanted(&d->o->filter, s->vt);
+		s->flat_group = hp_flat_group(d->v->flat_per, s->vt);
 	}
 	return s;
 }
@@ -459,14 +463,30 @@ static inline double frame_self(const struct hp_drive *d, const struct dframe *f
 }
 
 /* The frame ends span ticks after its start (frame_span, at least 0);
- * raw: frame_self(d, fr, span), which pop computed already. */
-static inline int send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, uint64_t span,
-		     int lost, double raw)
+ * raw: frame_self(d, fr, span), which pop computed already; o: its
+ * function's slot in the thread's open counts. Inline in each caller
+ * (pop, leaf_call): the frame's fields stay in registers. */
+static inline __attribute__((always_inline)) int
+send_exit(struct hp_drive *d, struct tstate *s, struct dframe *fr, struct hp_open_slot *o,
+	  uint64_t span, int lost, double raw)
 {
-	struct hp_open_slot *o = hp_opencount_at(&s->open, fr->fn, fr->open_at);
 	double self = hp_carry_pay(&o->owed, raw);
 	o->n--;
 	double dur = self + fr->child;
+	if (fr->up == NO_FRAME) {
+		d->root_span += (double)(int64_t)span;
+		d->root_dur += dur;
+	} else {
+		s->f[fr->up].child += dur;
+		s->f[fr->up].child_span += span;
+		s->f[fr->up].kids += fr->hooked;
+		s->f[fr->up].had_child = 1;
+	}
+	if (d->flat) /* a lost frame is no call */
+		return lost ? 0 : hp_flat_count(d->flat, s->flat_group, fr->fn, dur * d->tb.ns_per_tick,
+						self * d->tb.ns_per_tick, fr->outermost);
+	if (!d->exit)
+		return 0;
 	struct hp_vframe vf = {
 		.fn = fr->fn, .depth = fr->sdepth,
 		.dur = dur * d->tb.ns_per_tick,
@@ -477,16 +497,7 @@ static inline int send_exit(struct hp_drive *d, struct tstate *s, struct dframe 
 		vf.start = ns_at(d, fr->start);
 		vf.end = ns_at(d, fr->start + span);
 	}
-	if (fr->up == NO_FRAME) {
-		d->root_span += (double)(int64_t)span;
-		d->root_dur += dur;
-	} else {
-		s->f[fr->up].child += dur;
-		s->f[fr->up].child_span += span;
-		s->f[fr->up].kids += fr->hooked;
-		s->f[fr->up].had_child = 1;
-	}
-	return d->exit ? d->exit(d->v, s->vt, &vf) : 0;
+	return d->exit(d->v, s->vt, &vf);
 }
 
 /* A mark or value, unless the thread or --time filter hides it. Its depth
@@ -571,7 +582,10 @@ static int push(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t ti
 	return 0;
 }
 
-static inline int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
+/* Inline in feed and close_all (gcc would keep it out of line, with
+ * send_exit in it): a call to it cost more than its common path. */
+static inline __attribute__((always_inline)) int
+pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
 {
 	uint32_t i = (uint32_t)--s->depth;
 	struct dframe *fr = &s->f[i];
@@ -589,7 +603,29 @@ static inline int pop(struct hp_drive *d, struct tstate *s, uint64_t tick, int l
 		if (send_pending(d, s, i))
 			return -1;
 	}
-	return send_exit(d, s, fr, span, lost, self);
+	return send_exit(d, s, fr, hp_opencount_at(&s->open, fr->fn, fr->open_at), span, lost, self);
+}
+
+/* A call whose exit is the thread's next event, in a thread whose every
+ * frame is shown at once (no filter that chooses calls, no --min): push
+ * and pop in one, its frame never stored on the thread's stack. */
+static inline int leaf_call(struct hp_drive *d, struct tstate *s, uint32_t func, uint64_t start,
+			    uint64_t end)
+{
+	uint32_t fn = global_fn(d, func);
+	if (fn == HP_NO_FN)
+		return -1;
+	size_t depth = s->depth;
+	struct dframe fr = {
+		.start = start, .fn = fn, .up = depth ? (uint32_t)(depth - 1) : NO_FRAME,
+		.sdepth = (uint32_t)depth, .shown = 1, .hooked = !hp_is_region_func(func),
+		.exit_next = (uint8_t)d->exit_next,
+	};
+	if (send_enter(d, s, &fr))
+		return -1;
+	uint64_t span = frame_span(&fr, end);
+	/* its slot, where send_enter left it: nothing entered since */
+	return send_exit(d, s, &fr, &s->open.slot[fr.open_at], span, 0, frame_self(d, &fr, span));
 }
 
 static int close_all(struct hp_drive *d, struct tstate *s, uint64_t tick, int lost)
@@ -613,27 +649,50 @@ static void take_own(struct tstate *s, uint64_t own)
 		s->f[i].own += own;
 }
 
+/* A call's tick on its thread's cut timeline; uncut: hp_pause_uncut as it
+ * was after the thread's last control event (only those move the pause
+ * state), when the tick needs no cut. */
+static inline uint64_t call_tick(struct tstate *s, int uncut, uint64_t tick)
+{
+	return uncut ? hp_pause_call_uncut(&s->pause, tick) : hp_pause_call(&s->pause, tick);
+}
+
 static int feed(struct hp_drive *d, struct tstate *s, const struct hp_ev *ev, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
+	const struct hp_ev *end = ev + n;
+	/* An enter before `pairs` has an event after it, and is a leaf's if
+	 * that is an exit: leaf_call takes it, in its case. */
+	const struct hp_ev *pairs = !d->call_filters && s->wanted && !d->by_min && n ? end - 1 : ev;
+	int uncut = hp_pause_uncut(&s->pause); /* call_tick's */
+	for (const struct hp_ev *at = ev; at < end; at++) {
 		struct hp_ev cut;
-		if (ev[i].kind == HP_EV_ENTER || ev[i].kind == HP_EV_EXIT) {
+		if (at->kind == HP_EV_ENTER || at->kind == HP_EV_EXIT) {
 			/* nearly every event: no copy of it */
-			uint64_t tick = hp_pause_call(&s->pause, ev[i].tick);
-			int rc = ev[i].kind == HP_EV_ENTER ? push(d, s, ev[i].func, tick)
-				 : s->depth		   ? pop(d, s, tick, 0)
-							   : 0;
+			uint64_t tick = call_tick(s, uncut, at->tick);
+			int rc;
+			if (at->kind == HP_EV_EXIT) {
+				rc = s->depth ? pop(d, s, tick, 0) : 0;
+			} else if (at < pairs && at[1].kind == HP_EV_EXIT) {
+				uint64_t start = tick;
+				tick = call_tick(s, uncut, at[1].tick);
+				rc = leaf_call(d, s, at->func, start, tick);
+				at++;
+			} else {
+				rc = push(d, s, at->func, tick);
+			}
 			if (rc)
 				return -1;
 			s->last_tick = tick; /* as the flat profile's: frames end at calls' ticks */
 			continue;
 		}
-		if (ev[i].kind == HP_EV_OWN) {
+		if (at->kind == HP_EV_OWN) {
 			if (!d->o->filter.raw)
-				take_own(s, hp_pause_own(&s->pause, &ev[i]));
+				take_own(s, hp_pause_own(&s->pause, at));
 			continue;
 		}
-		if (!hp_pause_control(&s->pause, &ev[i], &cut)) /* calls came above */
+		int passed = hp_pause_control(&s->pause, at, &cut); /* calls came above */
+		uncut = hp_pause_uncut(&s->pause);
+		if (!passed)
 			continue;
 		const struct hp_ev *e = &cut;
 		int rc;
@@ -1082,6 +1141,7 @@ int hp_drive(char **paths, int npaths, const struct hp_drive_opts *o, struct hp_
 	*err = 0;
 	v->d = &d;
 	int rc = v->ops->open ? v->ops->open(v, err, errlen) : 0;
+	d.flat = v->flat;
 	struct hp_analysis a, last = { 0 };
 	int have_last = 0;
 	if (!rc && !(d.seen = calloc((size_t)npaths + 1, sizeof(*d.seen)))) {

@@ -33,26 +33,45 @@ struct hp_flat {
 /* The figures of fn in group, made room for; NULL out of memory. */
 struct hp_fstats *hp_flat_grow(struct hp_flat *fl, uint32_t group, uint32_t fn);
 
-/* Counts the call f (at its exit) in group. A lost frame (a gap in the
- * trace) is no call: it is left out. 0, or -1 out of memory. Inline: the
- * flat view's every exit comes here. */
-static inline int hp_flat_add(struct hp_flat *fl, uint32_t group, const struct hp_vframe *f)
+/* Counts a call of fn in group: dur ns, self ns of them its own,
+ * outermost: no frame of fn around it in its thread. 0, or -1 out of
+ * memory. Inline: every shown call of report and diff comes here (the
+ * driver's, hp_view.flat). */
+static inline int hp_flat_count(struct hp_flat *fl, uint32_t group, uint32_t fn, double dur,
+				double self, int outermost)
 {
-	if (f->lost)
-		return 0;
-	struct hp_fstats *s = group < fl->ng && f->fn < fl->g[group].nf ? &fl->g[group].f[f->fn]
-									: hp_flat_grow(fl, group, f->fn);
+	struct hp_fstats *s = group < fl->ng && fn < fl->g[group].nf ? &fl->g[group].f[fn]
+								    : hp_flat_grow(fl, group, fn);
 	if (!s)
 		return -1;
-	if (!s->calls || f->dur < s->min)
-		s->min = f->dur;
-	if (f->dur > s->max)
-		s->max = f->dur;
+	if (!s->calls || dur < s->min)
+		s->min = dur;
+	if (dur > s->max)
+		s->max = dur;
 	s->calls++;
-	s->self += f->self;
-	if (f->outermost)
-		s->total += f->dur;
+	s->self += self;
+	if (outermost)
+		s->total += dur;
 	return 0;
+}
+
+/* hp_flat_count of the call f (at its exit). A lost frame (a gap in the
+ * trace) is no call: it is left out. */
+static inline int hp_flat_add(struct hp_flat *fl, uint32_t group, const struct hp_vframe *f)
+{
+	return f->lost ? 0 : hp_flat_count(fl, group, f->fn, f->dur, f->self, f->outermost);
+}
+
+/* The group of thread t's calls, with figures kept apart per `per` (enum
+ * hp_per): its trace's (a run, a process), its own, or the one of all. */
+static inline uint32_t hp_flat_group(int per, const struct hp_vthread *t)
+{
+	switch (per) {
+	case HP_PER_PROCESS:
+	case HP_PER_RUN: return t->trace;
+	case HP_PER_THREAD: return t->id;
+	default: return 0;
+	}
 }
 /* The figures of fn in group; all zero if it has none there. */
 struct hp_fstats hp_flat_get(const struct hp_flat *fl, uint32_t group, uint32_t fn);

@@ -40,6 +40,21 @@ static inline uint64_t hp_pause_call(struct hp_pause *p, uint64_t tick)
 	return tick >= p->cut ? tick - p->cut : 0;
 }
 
+/* Nothing cut out yet, and the thread on: hp_pause_call would give each
+ * tick back as it is, until the next control event. */
+static inline int hp_pause_uncut(const struct hp_pause *p)
+{
+	return !p->paused && !p->stopped && !p->cut;
+}
+
+/* hp_pause_call while hp_pause_uncut holds. */
+static inline uint64_t hp_pause_call_uncut(struct hp_pause *p, uint64_t tick)
+{
+	if (tick > p->last)
+		p->last = tick;
+	return tick;
+}
+
 /* hp_pause_apply for the kinds other than calls. */
 int hp_pause_control(struct hp_pause *p, const struct hp_ev *e, struct hp_ev *out);
 

@@ -77,59 +77,91 @@ static int room_for_function(struct hp_spacing *s, uint32_t func)
 	return 0;
 }
 
-static void add(struct acc *a, uint64_t ticks)
+/* A spacing of func's (s->leaf or s->gap: which) of ticks. 0, or -1 out
+ * of memory. */
+static inline int add(struct hp_spacing *s, struct acc *const *which, uint32_t func,
+		      uint64_t ticks)
 {
+	if (func >= s->nfn && room_for_function(s, func))
+		return -1;
+	struct acc *a = &(*which)[func];
 	a->all++;
 	if (ticks < HP_SPACING_LONG_TICKS) {
 		a->sum += ticks;
 		a->n++;
 	}
-}
-
-static int enter(struct hp_spacing *s, struct stream *t, const struct hp_ev *e)
-{
-	if (t->depth == t->cap && grow((void **)&t->f, &t->cap, t->depth + 1, sizeof(*t->f)))
-		return -1;
-	struct frame *up = t->depth ? &t->f[t->depth - 1] : NULL;
-	if (t->after_exit && up && !hp_is_region_func(up->func) && !hp_is_region_func(e->func)) {
-		if (up->func >= s->nfn && room_for_function(s, up->func))
-			return -1;
-		add(&s->gap[up->func], e->tick - t->exit_tick);
-	}
-	t->f[t->depth++] = (struct frame){ .func = e->func, .tick = e->tick };
-	t->after_exit = 0;
 	return 0;
 }
 
-static int leave(struct hp_spacing *s, struct stream *t, const struct hp_ev *e)
+/* The state of a stream, in locals while a piece is fed: stores to the
+ * frames and the accounts could alias its fields, which then would be
+ * read again at every event. */
+struct feeding {
+	struct frame *f;
+	size_t depth;
+	int after_exit;
+	uint64_t exit_tick;
+};
+
+static int enter(struct hp_spacing *s, struct stream *t, struct feeding *l, const struct hp_ev *e)
 {
-	t->after_exit = 0;
-	if (!t->depth) /* entered before tracing began */
+	if (l->depth == t->cap) {
+		if (grow((void **)&t->f, &t->cap, l->depth + 1, sizeof(*t->f)))
+			return -1;
+		l->f = t->f;
+	}
+	const struct frame *up = l->depth ? &l->f[l->depth - 1] : NULL;
+	if (l->after_exit && up && !hp_is_region_func(up->func) && !hp_is_region_func(e->func) &&
+	    add(s, &s->gap, up->func, e->tick - l->exit_tick))
+		return -1;
+	l->f[l->depth++] = (struct frame){ .func = e->func, .tick = e->tick };
+	l->after_exit = 0;
+	return 0;
+}
+
+static int leave(struct hp_spacing *s, struct feeding *l, const struct hp_ev *e)
+{
+	l->after_exit = 0;
+	if (!l->depth) /* entered before tracing began */
 		return 0;
-	struct frame *fr = &t->f[--t->depth];
-	if (t->depth)
-		t->f[t->depth - 1].kids = 1;
+	const struct frame *fr = &l->f[--l->depth];
+	if (l->depth)
+		l->f[l->depth - 1].kids = 1;
 	if (hp_is_region_func(fr->func))
 		return 0;
-	if (!fr->kids && !fr->tainted) {
-		if (fr->func >= s->nfn && room_for_function(s, fr->func))
-			return -1;
-		add(&s->leaf[fr->func], e->tick - fr->tick);
-	}
-	t->after_exit = 1;
-	t->exit_tick = e->tick;
+	if (!fr->kids && !fr->tainted && add(s, &s->leaf, fr->func, e->tick - fr->tick))
+		return -1;
+	l->after_exit = 1;
+	l->exit_tick = e->tick;
 	return 0;
+}
+
+/* An enter e and its exit x right after it: enter and leave in one, no
+ * frame stored. */
+static int leaf(struct hp_spacing *s, struct feeding *l, const struct hp_ev *e,
+		const struct hp_ev *x)
+{
+	struct frame *up = l->depth ? &l->f[l->depth - 1] : NULL;
+	int region = hp_is_region_func(e->func);
+	if (l->after_exit && up && !hp_is_region_func(up->func) && !region &&
+	    add(s, &s->gap, up->func, e->tick - l->exit_tick))
+		return -1;
+	if (up)
+		up->kids = 1;
+	l->after_exit = !region;
+	l->exit_tick = x->tick;
+	return region ? 0 : add(s, &s->leaf, e->func, x->tick - e->tick);
 }
 
 /* Anything else between two hook events (own time, a pause, a mark) is not
  * the hooks' spacing. */
-static void interrupt(struct stream *t, const struct hp_ev *e)
+static void interrupt(struct feeding *l, const struct hp_ev *e)
 {
-	t->after_exit = 0;
+	l->after_exit = 0;
 	if (e->kind == HP_EV_RESET)
-		t->depth = 0;
-	else if (t->depth)
-		t->f[t->depth - 1].tainted = 1;
+		l->depth = 0;
+	else if (l->depth)
+		l->f[l->depth - 1].tainted = 1;
 }
 
 int hp_spacing_feed(struct hp_spacing *s, uint32_t stream, const struct hp_ev *ev, size_t n)
@@ -139,17 +171,24 @@ int hp_spacing_feed(struct hp_spacing *s, uint32_t stream, const struct hp_ev *e
 		return -1;
 	s->nst = nst;
 	struct stream *t = &s->st[stream];
-	for (size_t i = 0; i < n; i++) {
-		int rc = 0;
-		if (ev[i].kind == HP_EV_ENTER)
-			rc = enter(s, t, &ev[i]);
-		else if (ev[i].kind == HP_EV_EXIT)
-			rc = leave(s, t, &ev[i]);
+	struct feeding l = { t->f, t->depth, t->after_exit, t->exit_tick };
+	int rc = 0;
+	const struct hp_ev *end = ev + n, *last = n ? end - 1 : ev;
+	for (const struct hp_ev *e = ev; e < end && !rc; e++) {
+		if (e->kind == HP_EV_ENTER && e < last && e[1].kind == HP_EV_EXIT)
+			rc = leaf(s, &l, e, e + 1), e++;
+		else if (e->kind == HP_EV_ENTER)
+			rc = enter(s, t, &l, e);
+		else if (e->kind == HP_EV_EXIT)
+			rc = leave(s, &l, e);
 		else
-			interrupt(t, &ev[i]);
-		if (rc)
-			return -1;
+			interrupt(&l, e);
 	}
+	t->depth = l.depth;
+	t->after_exit = l.after_exit;
+	t->exit_tick = l.exit_tick;
+	if (rc)
+		return -1;
 	s->events += n;
 	return 0;
 }

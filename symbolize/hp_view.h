@@ -29,6 +29,7 @@
 
 struct hp_drive;
 struct hp_analysis;
+struct hp_flat;
 
 /* A thread of one of the traces read. */
 struct hp_vthread {
@@ -95,6 +96,12 @@ struct hp_view {
 	struct hp_drive *d;
 	FILE *out;
 	void *state;          /* the view's */
+	/* Set by the open of a view whose exits would only count each call in
+	 * a flat profile (hp_flat.h), grouped as flat_per (enum hp_per) says:
+	 * the driver counts there itself, builds no hp_vframe and calls no
+	 * exit op (the view has none). NULL: every exit goes to the view. */
+	struct hp_flat *flat;
+	int flat_per;
 };
 
 enum hp_view_flags {

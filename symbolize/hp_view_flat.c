@@ -33,7 +33,6 @@ struct flat {
 	uint32_t ntr, cap;
 	size_t threads;    /* the most seen in one trace */
 	int csv;
-	int per;           /* v->opts->per, read at every exit */
 };
 
 static int open_flat(struct hp_view *v, char *err, size_t errlen)
@@ -44,25 +43,10 @@ static int open_flat(struct hp_view *v, char *err, size_t errlen)
 		return -1;
 	}
 	f->csv = !strcmp(v->opts->format, "csv");
-	f->per = v->opts->per;
 	v->state = f;
+	v->flat = &f->fl; /* the driver counts each call there */
+	v->flat_per = v->opts->per;
 	return 0;
-}
-
-static uint32_t group_of(const struct flat *f, const struct hp_vthread *t)
-{
-	switch (f->per) {
-	case HP_PER_PROCESS:
-	case HP_PER_RUN: return t->trace;
-	case HP_PER_THREAD: return t->id;
-	default: return 0;
-	}
-}
-
-static int exit_flat(struct hp_view *v, struct hp_vthread *t, const struct hp_vframe *fr)
-{
-	struct flat *f = v->state;
-	return hp_flat_add(&f->fl, group_of(f, t), fr);
 }
 
 /* ---- the header lines of a trace ---------------------------------------- */
@@ -416,7 +400,6 @@ const struct hp_view_ops hp_view_flat = {
 	.formats = "table|csv",
 	.flags = HP_VIEW_OWN_COMMAND | HP_VIEW_NO_TIMES,
 	.open = open_flat,
-	.exit = exit_flat,
 	.trace_done = trace_done_flat,
 	.end = end_flat,
 	.close = close_flat,

@@ -18,6 +18,7 @@
 
 #include "../lib/hp_encode.h"
 #include "../symbolize/hp_drive.h"
+#include "../symbolize/hp_flat.h"
 
 #define EVENTS(b, stream, count, ...)                                    \
 	do {                                                             \
@@ -493,6 +494,74 @@ START_TEST(test_thread_by_name_and_tid)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- flat */
+
+/* A view whose calls the driver counts in a flat profile (hp_view.flat). */
+static struct hp_flat counted;
+static int counted_per;
+static int open_counting(struct hp_view *v, char *e, size_t n)
+{
+	(void)e, (void)n;
+	v->flat = &counted;
+	v->flat_per = counted_per;
+	return 0;
+}
+
+static const struct hp_view_ops counting_ops = {
+	.name = "count", .flags = HP_VIEW_NO_TIMES, .open = open_counting,
+};
+
+/* "calls total self min max" of fns id fn in group. */
+static const char *counted_figures(uint32_t group, uint32_t fn)
+{
+	static char s[128];
+	struct hp_fstats f = hp_flat_get(&counted, group, fn);
+	snprintf(s, sizeof(s), "%llu %.0f %.0f %.0f %.0f", (unsigned long long)f.calls, f.total,
+		 f.self, f.min, f.max);
+	return s;
+}
+
+/* A function's total counts its outermost calls only; fns ids by first
+ * sight (A 0, B 1), groups by thread in order of their first events. */
+START_TEST(test_flat_counted_by_the_driver)
+{
+	log_view = &counting_ops;
+	recursion(&file);
+	DRIVE(NULL);
+	ck_assert_str_eq(counted_figures(0, 0), "3 200 140 10 200");
+	ck_assert_str_eq(counted_figures(0, 1), "1 70 60 70 70");
+	hp_flat_free(&counted);
+	counted_per = HP_PER_THREAD;
+	file.n = 0;
+	two_threads(&file);
+	DRIVE(NULL);
+	ck_assert_str_eq(counted_figures(0, 0), "1 30 25 30 30");
+	ck_assert_str_eq(counted_figures(0, 1), "1 5 5 5 5");
+	ck_assert_str_eq(counted_figures(1, 0), "1 5 5 5 5");
+	ck_assert_str_eq(counted_figures(1, 1), "1 100 95 100 100");
+	hp_flat_free(&counted);
+	counted_per = HP_PER_NONE;
+}
+END_TEST
+
+/* Frames a gap (a reset) closes are no calls. */
+START_TEST(test_flat_leaves_lost_frames_out)
+{
+	trace_head(&file, 1, 0);
+	/* A @10 { B @20, the gap; then A @5-8 */
+	EVENTS(&file, 0, 4, 0x43, 0x10, 0x43, 0x20, 0x00, 0x0a, 0x01, 0x0a, 0x44, 0x00, 0x05, 0x83);
+	tk_end_rec(&file, 4, 0, 1);
+	DRIVE(NULL);
+	EXPECT("t100>0x10/0@10 t100>0x20/1@20 t100<0x20/1=0,0! t100<0x10/0=10,10+! "
+	       "t100>0x10/0@5 t100<0x10/0=3,3 ");
+	log_view = &counting_ops;
+	DRIVE(NULL);
+	ck_assert_str_eq(counted_figures(0, 0), "1 3 3 3 3");
+	ck_assert_str_eq(counted_figures(0, 1), "0 0 0 0 0");
+	hp_flat_free(&counted);
+}
+END_TEST
+
 START_TEST(test_open_frames_close_at_the_end)
 {
 	/* no exit recorded for A (main called exit()): closed at the stream's
@@ -647,6 +716,8 @@ static Suite *suite(void)
 	tcase_add_test(core, test_threads_nest_on_their_own);
 	tcase_add_test(core, test_thread_by_name_and_tid);
 	tcase_add_test(core, test_open_frames_close_at_the_end);
+	tcase_add_test(core, test_flat_counted_by_the_driver);
+	tcase_add_test(core, test_flat_leaves_lost_frames_out);
 	tcase_add_test(core, test_two_traces_share_functions);
 	tcase_add_test(core, test_notes_come_with_the_calls);
 	tcase_add_test(core, test_notes_filtered_by_thread_and_time_only);

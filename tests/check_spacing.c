@@ -109,6 +109,23 @@ START_TEST(test_interrupted_spacings_left_out)
 }
 END_TEST
 
+/* A call whose only callee is a leaf is no leaf itself: its spacing holds
+ * its callee's. */
+START_TEST(test_callers_of_leaves_are_no_leaves)
+{
+	put(HP_EV_ENTER, Q, 0);
+	for (int i = 0; i < 600; i++) {
+		put(HP_EV_ENTER, P, 10);
+		calls(LEAF, 1, 30, 10);
+		put(HP_EV_EXIT, P, 10);
+	}
+	put(HP_EV_EXIT, Q, 5);
+	feed_and_measure(100, 100);
+	ck_assert_double_eq(cost.inside, 30);
+	ck_assert_uint_eq(cost.inside_calls, 600);
+}
+END_TEST
+
 /* A preempted call says nothing of the hooks: left out of the mean. */
 START_TEST(test_long_spacings_left_out)
 {
@@ -227,6 +244,7 @@ static Suite *suite(void)
 	tcase_add_test(core, test_mean_weighted_over_short_functions);
 	tcase_add_test(core, test_interrupted_spacings_left_out);
 	tcase_add_test(core, test_long_spacings_left_out);
+	tcase_add_test(core, test_callers_of_leaves_are_no_leaves);
 	tcase_add_test(core, test_regions_are_not_hooks);
 	tcase_add_test(core, test_streams_apart);
 	suite_add_tcase(s, core);
