@@ -328,6 +328,8 @@ static void decode_calls(struct hp_funcs *f, struct hp_dec_stream *s, const uint
 	size_t room = (limit < out->cap ? limit : out->cap) - out->n;
 	if (room > s->cap - s->depth)
 		room = s->cap - s->depth;
+	if (!room)
+		return; /* out has no buffer yet, or no room: the general path's */
 	struct calls_state c = {
 		.ev = out->ev + out->n,
 		.top = s->stack + s->depth, .counted = s->stack + s->counted,
