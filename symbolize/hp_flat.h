@@ -55,13 +55,6 @@ static inline int hp_flat_count(struct hp_flat *fl, uint32_t group, uint32_t fn,
 	return 0;
 }
 
-/* hp_flat_count of the call f (at its exit). A lost frame (a gap in the
- * trace) is no call: it is left out. */
-static inline int hp_flat_add(struct hp_flat *fl, uint32_t group, const struct hp_vframe *f)
-{
-	return f->lost ? 0 : hp_flat_count(fl, group, f->fn, f->dur, f->self, f->outermost);
-}
-
 /* The group of thread t's calls, with figures kept apart per `per` (enum
  * hp_per): its trace's (a run, a process), its own, or the one of all. */
 static inline uint32_t hp_flat_group(int per, const struct hp_vthread *t)
