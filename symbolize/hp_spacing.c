@@ -103,6 +103,16 @@ struct feeding {
 	uint64_t exit_tick;
 };
 
+/* The gap of up's from its last callee's exit to e, the enter of its
+ * next, when both are calls and nothing came between. */
+static inline int count_gap(struct hp_spacing *s, const struct feeding *l, const struct frame *up,
+			    const struct hp_ev *e)
+{
+	if (!l->after_exit || !up || hp_is_region_func(up->func) || hp_is_region_func(e->func))
+		return 0;
+	return add(s, &s->gap, up->func, e->tick - l->exit_tick);
+}
+
 static int enter(struct hp_spacing *s, struct stream *t, struct feeding *l, const struct hp_ev *e)
 {
 	if (l->depth == t->cap) {
@@ -110,9 +120,7 @@ static int enter(struct hp_spacing *s, struct stream *t, struct feeding *l, cons
 			return -1;
 		l->f = t->f;
 	}
-	const struct frame *up = l->depth ? &l->f[l->depth - 1] : NULL;
-	if (l->after_exit && up && !hp_is_region_func(up->func) && !hp_is_region_func(e->func) &&
-	    add(s, &s->gap, up->func, e->tick - l->exit_tick))
+	if (count_gap(s, l, l->depth ? &l->f[l->depth - 1] : NULL, e))
 		return -1;
 	l->f[l->depth++] = (struct frame){ .func = e->func, .tick = e->tick };
 	l->after_exit = 0;
@@ -143,8 +151,7 @@ static int leaf(struct hp_spacing *s, struct feeding *l, const struct hp_ev *e,
 {
 	struct frame *up = l->depth ? &l->f[l->depth - 1] : NULL;
 	int region = hp_is_region_func(e->func);
-	if (l->after_exit && up && !hp_is_region_func(up->func) && !region &&
-	    add(s, &s->gap, up->func, e->tick - l->exit_tick))
+	if (count_gap(s, l, up, e))
 		return -1;
 	if (up)
 		up->kids = 1;
